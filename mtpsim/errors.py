@@ -1,0 +1,31 @@
+"""User-facing errors: one line naming the file, the field and what was expected; exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class UserError(Exception):
+    """Bad input from the user (spec, trace, result file, flag). The CLI prints it and exits 2."""
+
+    def __init__(self, source: str | Path | None, field: str | None, expected: str) -> None:
+        self.source = str(source) if source is not None else None
+        self.field = field
+        self.expected = expected
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        where = ": ".join(p for p in (self.source, self.field) if p)
+        return f"{where}: {self.expected}" if where else self.expected
+
+
+class SpecError(UserError):
+    """An experiment spec field is missing, unknown, of the wrong type or impossible."""
+
+
+class TraceError(UserError):
+    """A trace file is not a readable mtpsim trace."""
+
+
+class ResultError(UserError):
+    """A result file is neither an mtpsim result nor a `vllm bench serve --save-result` JSON."""

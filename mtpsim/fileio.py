@@ -1,0 +1,29 @@
+"""Atomic file writes: a crash mid-write never leaves a half-written result behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file in the same folder and an atomic rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")

@@ -1,0 +1,181 @@
+"""Metric formulas exactly as vLLM defines them; shared by the simulator, real runs and compare.
+
+Spec-decode counters (Prometheus `vllm:spec_decode_*`):
+    acceptance rate    = accepted / draft_tokens
+    acceptance length  = 1 + accepted / drafts
+    position i rate    = accepted_per_pos[i] / drafts      (marginal: counts only if 0..i accepted)
+    conditional a_i    = m_i / m_(i-1), with m_(-1) = 1
+Latency metrics follow `vllm bench serve` (`calculate_metrics`): TPOT = (e2el - ttft) / (out - 1),
+ITL = gaps between streamed chunks, percentiles by linear interpolation (numpy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+PERCENTILES = (90, 99)
+LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
+
+
+@dataclass(slots=True)
+class SpecDecodeCounters:
+    """The four vLLM spec-decode counters; `delta` gives what happened between two scrapes."""
+
+    num_drafts: int = 0
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0
+    accepted_per_pos: list[int] = field(default_factory=list)
+
+    def add(self, num_drafted: int, num_accepted: int) -> None:
+        """Record one draft of `num_drafted` tokens whose first `num_accepted` were accepted."""
+        if len(self.accepted_per_pos) < num_drafted:
+            self.accepted_per_pos.extend([0] * (num_drafted - len(self.accepted_per_pos)))
+        self.num_drafts += 1
+        self.num_draft_tokens += num_drafted
+        self.num_accepted_tokens += num_accepted
+        for i in range(num_accepted):
+            self.accepted_per_pos[i] += 1
+
+    def delta(self, before: SpecDecodeCounters) -> SpecDecodeCounters:
+        n = max(len(self.accepted_per_pos), len(before.accepted_per_pos))
+        a = self.accepted_per_pos + [0] * (n - len(self.accepted_per_pos))
+        b = before.accepted_per_pos + [0] * (n - len(before.accepted_per_pos))
+        return SpecDecodeCounters(
+            self.num_drafts - before.num_drafts,
+            self.num_draft_tokens - before.num_draft_tokens,
+            self.num_accepted_tokens - before.num_accepted_tokens,
+            [x - y for x, y in zip(a, b, strict=True)],
+        )
+
+    def to_bench_keys(self) -> dict[str, float | int | list[float]]:
+        """The `vllm bench serve --save-result` spec-decode keys (rate in percent, positions as fractions)."""
+        return {
+            "spec_decode_acceptance_rate": 100.0 * acceptance_rate(self),
+            "spec_decode_acceptance_length": acceptance_length(self),
+            "spec_decode_num_drafts": self.num_drafts,
+            "spec_decode_draft_tokens": self.num_draft_tokens,
+            "spec_decode_accepted_tokens": self.num_accepted_tokens,
+            "spec_decode_per_position_acceptance_rates": per_position_rates(self),
+        }
+
+
+def acceptance_rate(c: SpecDecodeCounters) -> float:
+    return c.num_accepted_tokens / c.num_draft_tokens if c.num_draft_tokens else float("nan")
+
+
+def acceptance_length(c: SpecDecodeCounters) -> float:
+    return 1.0 + c.num_accepted_tokens / c.num_drafts if c.num_drafts else float("nan")
+
+
+def per_position_rates(c: SpecDecodeCounters) -> list[float]:
+    return [m / c.num_drafts for m in c.accepted_per_pos] if c.num_drafts else []
+
+
+def marginal_to_conditional(marginal: Sequence[float]) -> list[float]:
+    """vLLM's per-position rates m_i = P(0..i accepted) -> a_i = P(i accepted | 0..i-1 accepted)."""
+    out, prev = [], 1.0
+    for i, m in enumerate(marginal):
+        if not 0.0 <= m <= prev + 1e-12:
+            raise ValueError(f"position {i}: marginal rate {m} must lie in [0, {prev}]")
+        out.append(m / prev if prev > 0 else 0.0)
+        prev = m
+    return out
+
+
+def conditional_to_marginal(conditional: Sequence[float]) -> list[float]:
+    out, prev = [], 1.0
+    for i, a in enumerate(conditional):
+        if not 0.0 <= a <= 1.0:
+            raise ValueError(f"position {i}: conditional rate {a} must lie in [0, 1]")
+        prev *= a
+        out.append(prev)
+    return out
+
+
+def expected_acceptance_length(marginal: Sequence[float]) -> float:
+    """E[tokens per verification step] = 1 + sum_i m_i (the bonus/corrected token plus accepted drafts)."""
+    return 1.0 + float(sum(marginal))
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """One request as a benchmark client sees it; times in seconds from the run start.
+
+    ITLs are run-length encoded (`itl_s[j]` repeated `itl_count[j]` times) so that a simulator
+    advancing many identical steps at once need not store one value per step.
+    """
+
+    request_id: str
+    input_len: int
+    output_len: int
+    arrival_s: float
+    first_token_s: float
+    finish_s: float
+    itl_s: list[float] = field(default_factory=list)
+    itl_count: list[int] = field(default_factory=list)
+    num_drafts: int = 0
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0
+    accepted_per_pos: list[int] = field(default_factory=list)
+
+    @property
+    def ttft_s(self) -> float:
+        return self.first_token_s - self.arrival_s
+
+    @property
+    def e2el_s(self) -> float:
+        return self.finish_s - self.arrival_s
+
+    @property
+    def tpot_s(self) -> float | None:
+        if self.output_len <= 1:
+            return None
+        return (self.e2el_s - self.ttft_s) / (self.output_len - 1)
+
+
+def _stats(name: str, values_s: np.ndarray, out: dict[str, float]) -> None:
+    v = values_s * 1000.0 if values_s.size else np.zeros(1)
+    out[f"mean_{name}_ms"] = float(np.mean(v))
+    out[f"median_{name}_ms"] = float(np.median(v))
+    out[f"std_{name}_ms"] = float(np.std(v))
+    for p in PERCENTILES:
+        out[f"p{p}_{name}_ms"] = float(np.percentile(v, p))
+
+
+def serving_metrics(requests: Sequence[RequestRecord], duration_s: float) -> dict[str, float]:
+    """`vllm bench serve` metrics for completed requests over a run of `duration_s` seconds."""
+    if duration_s <= 0:
+        raise ValueError("duration must be positive")
+    total_in = sum(r.input_len for r in requests)
+    total_out = sum(r.output_len for r in requests)
+    out: dict[str, float] = {
+        "duration": duration_s,
+        "completed": len(requests),
+        "total_input_tokens": total_in,
+        "total_output_tokens": total_out,
+        "request_throughput": len(requests) / duration_s,
+        "output_throughput": total_out / duration_s,
+        "total_token_throughput": (total_in + total_out) / duration_s,
+    }
+    _stats("ttft", np.array([r.ttft_s for r in requests]), out)
+    _stats("tpot", np.array([t for r in requests if (t := r.tpot_s) is not None]), out)
+    itls = [np.repeat(np.asarray(r.itl_s, float), np.asarray(r.itl_count, int)) for r in requests]
+    _stats("itl", np.concatenate(itls) if itls else np.zeros(0), out)
+    _stats("e2el", np.array([r.e2el_s for r in requests]), out)
+    return out
+
+
+def counters_from_requests(requests: Sequence[RequestRecord]) -> SpecDecodeCounters:
+    c = SpecDecodeCounters()
+    for r in requests:
+        c.num_drafts += r.num_drafts
+        c.num_draft_tokens += r.num_draft_tokens
+        c.num_accepted_tokens += r.num_accepted_tokens
+        if len(c.accepted_per_pos) < len(r.accepted_per_pos):
+            c.accepted_per_pos.extend([0] * (len(r.accepted_per_pos) - len(c.accepted_per_pos)))
+        for i, m in enumerate(r.accepted_per_pos):
+            c.accepted_per_pos[i] += m
+    return c

@@ -1,0 +1,127 @@
+"""The one result format that simulated and real runs share (one file per run and policy).
+
+On disk a Result is JSON whose top level uses `vllm bench serve --save-result` key names where
+they overlap (duration, output_throughput, median_tpot_ms, spec_decode_acceptance_length, ...),
+plus mtpsim's own fields (schema, version, mode, policy, seed, phases, spec, requests).
+A plain vLLM `--save-result` JSON reads as a Result with mode "vllm-bench" and no mtpsim fields.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtpsim import __version__
+from mtpsim.errors import ResultError
+from mtpsim.fileio import atomic_write_json
+from mtpsim.metrics import RequestRecord, SpecDecodeCounters, counters_from_requests, serving_metrics
+
+SCHEMA = "mtpsim-result"
+VERSION = 1
+MODES = ("simulate", "reference", "vllm", "vllm-bench")
+
+# Engine-step phases, named the same in the cost model, the engine, the trace and the report.
+PHASES = (
+    "prefill",  # target forward over prompt chunks
+    "verify",  # target forward over k+1 tokens per decoding request
+    "draft_prefill",  # MTP draft step 0 over each request's newly verified tokens
+    "draft_decode_indexer",  # MTP draft steps >= 1: lightning indexer + top-k selection
+    "draft_decode_rest",  # MTP draft steps >= 1: everything else
+    "rejection_sample",  # sampling and rejection
+    "overhead",  # fixed per-step cost (scheduling, launch, host sync)
+)
+
+# Keys a vLLM bench JSON must have to be read as a result.
+_BENCH_REQUIRED = ("duration", "completed", "output_throughput")
+_MTPSIM_FIELDS = ("schema", "version", "mtpsim_version", "mode", "policy", "seed", "experiment",
+                  "phases", "extra", "spec", "requests")
+
+
+@dataclass(slots=True)
+class Result:
+    """One run of one policy. `metrics` holds the vLLM-named figures."""
+
+    mode: str
+    policy: str | None
+    metrics: dict[str, Any]
+    phases: dict[str, float] = field(default_factory=dict)  # mean seconds per engine step
+    seed: int | None = None
+    experiment: str | None = None
+    spec: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    requests: list[RequestRecord] | None = None
+    mtpsim_version: str = __version__
+
+    @classmethod
+    def from_requests(
+        cls, *, mode: str, policy: str | None, requests: list[RequestRecord], duration_s: float,
+        counters: SpecDecodeCounters | None = None, **kw: Any,
+    ) -> Result:
+        """Build a result from per-request records (counters default to the requests' sums)."""
+        metrics = serving_metrics(requests, duration_s)
+        metrics.update((counters or counters_from_requests(requests)).to_bench_keys())
+        return cls(mode=mode, policy=policy, metrics=metrics, requests=requests, **kw)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.metrics.get(key, default)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema": SCHEMA, "version": VERSION,
+                               "mtpsim_version": self.mtpsim_version, "mode": self.mode,
+                               "policy": self.policy, "seed": self.seed,
+                               "experiment": self.experiment}
+        out.update(self.metrics)
+        out["phases"] = self.phases
+        out["extra"] = self.extra
+        out["spec"] = self.spec
+        out["requests"] = None if self.requests is None else [asdict(r) for r in self.requests]
+        return out
+
+    def write(self, path: str | Path) -> None:
+        atomic_write_json(path, self.to_json())
+
+    @classmethod
+    def from_json(cls, obj: Any, source: str | Path = "<json>") -> Result:
+        if not isinstance(obj, dict):
+            raise ResultError(source, None, "expected a JSON object (an mtpsim result or a vLLM "
+                              "`--save-result` file)")
+        if obj.get("schema") == SCHEMA:
+            if obj.get("version") != VERSION:
+                raise ResultError(source, "version", f"expected {VERSION}, got {obj.get('version')!r}")
+            mode = obj.get("mode")
+            if mode not in MODES:
+                raise ResultError(source, "mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
+            metrics = {k: v for k, v in obj.items() if k not in _MTPSIM_FIELDS}
+            try:
+                requests = (None if obj.get("requests") is None
+                            else [RequestRecord(**r) for r in obj["requests"]])
+            except TypeError as e:
+                raise ResultError(source, "requests", f"expected request records ({e})") from None
+            return cls(mode=mode, policy=obj.get("policy"), metrics=metrics,
+                       phases=dict(obj.get("phases") or {}), seed=obj.get("seed"),
+                       experiment=obj.get("experiment"), spec=dict(obj.get("spec") or {}),
+                       extra=dict(obj.get("extra") or {}), requests=requests,
+                       mtpsim_version=str(obj.get("mtpsim_version", "?")))
+        missing = [k for k in _BENCH_REQUIRED if k not in obj]
+        if missing:
+            raise ResultError(source, missing[0], "expected an mtpsim result (\"schema\": "
+                              f"\"{SCHEMA}\") or a vLLM bench JSON with {', '.join(_BENCH_REQUIRED)}")
+        for k in _BENCH_REQUIRED:
+            if not isinstance(obj[k], int | float) or isinstance(obj[k], bool):
+                raise ResultError(source, k, f"expected a number, got {obj[k]!r}")
+        metrics = {k: v for k, v in obj.items() if not isinstance(v, dict)}
+        return cls(mode="vllm-bench", policy=None, metrics=metrics, mtpsim_version="")
+
+
+def load_result(path: str | Path) -> Result:
+    """Read an mtpsim result or a `vllm bench serve --save-result` JSON; bad input -> ResultError."""
+    path = Path(path)
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResultError(path, None, "file not found") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultError(path, None, f"expected JSON ({e})") from None
+    return Result.from_json(obj, source=path)
