@@ -32,6 +32,7 @@ app = typer.Typer(
 
 # (command name, "module:function"). One line per command; the module owns its help text.
 COMMANDS: list[tuple[str, str]] = [
+    ("compare", "mtpsim.commands.compare:compare"),
 ]
 
 

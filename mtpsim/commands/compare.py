@@ -1,0 +1,136 @@
+"""`mtpsim compare`: sim vs real per policy, and policy A/B within each mode."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mtpsim.compare import ABReport, ab_compare, fidelity, mean_abs_pct_error
+from mtpsim.errors import UserError
+from mtpsim.result import Result, load_result
+
+console = Console()
+
+
+def _load_inputs(inputs: list[str]) -> list[Result]:
+    """`[POLICY=]PATH` where PATH is a result file or a folder of `*.json` results."""
+    out: list[Result] = []
+    for item in inputs:
+        label, sep, raw = item.partition("=")
+        if not sep:
+            label, raw = "", item
+        path = Path(raw)
+        files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+        if path.is_dir() and not files:
+            raise UserError(path, None, "expected a folder holding result files (*.json)")
+        for f in files:
+            res = load_result(f)
+            if label:
+                res.policy = label
+            elif res.policy is None:
+                res.policy = f.stem
+            out.append(res)
+    return out
+
+
+def _fmt(x: float, key: str = "") -> str:
+    if math.isnan(x):
+        return "-"
+    if key.endswith("num_drafts") or abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.2f}" if abs(x) >= 0.1 or x == 0 else f"{x:.4f}"
+
+
+def _ab_table(rep: ABReport, mode: str) -> Table:
+    title = f"{mode}: {rep.policy_b} vs {rep.policy_a}"
+    if rep.num_requests:
+        title += f" ({rep.num_requests[0]} / {rep.num_requests[1]} requests, 95% bootstrap CI)"
+    t = Table(title=title, title_justify="left")
+    for col in ("Metric", rep.policy_a, rep.policy_b, "Delta", "Delta %", "95% CI", "Verdict"):
+        t.add_column(col, justify="left" if col in ("Metric", "Verdict") else "right")
+    for r in rep.rows:
+        ci = f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]" if r.has_ci else "-"
+        noise = rep.within_noise(r)
+        if r.key == "pos0" and rep.noise_floor is not None:
+            verdict = "placebo: step 0 identical by design"
+        elif noise:
+            verdict = f"within noise (±{_fmt(rep.noise_floor[r.key])})"  # type: ignore[index]
+        elif r.significant is not None:
+            verdict = "significant" if r.significant else "not significant"
+        else:
+            verdict = f"clears noise (±{_fmt(rep.noise_floor[r.key])})" if noise is False else ""  # type: ignore[index]
+        t.add_row(r.label, _fmt(r.a, r.key), _fmt(r.b, r.key), _fmt(r.delta), f"{r.rel_pct:+.2f}%", ci,
+                  verdict)
+    return t
+
+
+def compare(
+    inputs: Annotated[list[str], typer.Argument(
+        help="Results to compare: `[POLICY=]PATH`, PATH an mtpsim result, a `vllm bench serve "
+        "--save-result` JSON, or a folder of them (e.g. an `--out` folder). POLICY labels a file "
+        "that does not name its policy (vLLM bench JSON).")],
+    baseline: Annotated[str, typer.Option(help="Policy the A/B deltas are taken against.")] = "fresh",
+    num_boot: Annotated[int, typer.Option(min=100, help="Bootstrap replicates for the CIs.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON only.")] = False,
+) -> None:
+    """Compare results: [b]sim vs real[/b] for every policy found in both modes (error % per
+    metric and the mean absolute percentage error), and a [b]policy A/B[/b] within each mode:
+    delta with a 95 % request-level bootstrap CI, and the placebo noise floor (position-0
+    acceptance cannot differ between fresh, share and share_recent, so its difference is noise).
+
+    Example: [cyan]mtpsim compare runs/sim runs/real[/cyan] ·
+    [cyan]mtpsim compare fresh=off.json share=on.json[/cyan]
+    """
+    results = _load_inputs(inputs)
+    by_mode: dict[str, dict[str, Result]] = {}
+    for res in results:
+        mode = "sim" if res.mode == "simulate" else "real"
+        by_mode.setdefault(mode, {})[res.policy or "?"] = res
+    out: dict[str, object] = {"fidelity": {}, "ab": {}}
+    sim, real = by_mode.get("sim", {}), by_mode.get("real", {})
+    for policy in [p for p in real if p in sim]:
+        rows = fidelity(real[policy], sim[policy])
+        mape = mean_abs_pct_error(rows)
+        out["fidelity"][policy] = {"mape_pct": mape, "rows": [  # type: ignore[index]
+            {"metric": r.key, "real": r.real, "sim": r.sim, "error_pct": r.error_pct} for r in rows]}
+        if not as_json:
+            t = Table(title=f"sim vs real: {policy}  (MAPE {mape:.1f} %)", title_justify="left")
+            for col in ("Metric", "Real", "Sim", "Error %"):
+                t.add_column(col, justify="left" if col == "Metric" else "right")
+            for r in rows:
+                t.add_row(r.label, _fmt(r.real, r.key), _fmt(r.sim, r.key), f"{r.error_pct:+.1f}")
+            console.print(t)
+    for mode, pols in by_mode.items():
+        if baseline not in pols:
+            continue
+        for policy, res in pols.items():
+            if policy == baseline:
+                continue
+            rep = ab_compare(pols[baseline], res, num_boot=num_boot, seed=seed)
+            out["ab"][f"{mode}:{policy}"] = {  # type: ignore[index]
+                "baseline": baseline, "policy": policy, "noise_floor": rep.noise_floor,
+                "num_requests": rep.num_requests,
+                "rows": [{"metric": r.key, "a": r.a, "b": r.b, "delta": r.delta, "rel_pct": r.rel_pct,
+                          "ci": [r.ci_low, r.ci_high] if r.has_ci else None,
+                          "significant": r.significant, "within_noise": rep.within_noise(r)}
+                         for r in rep.rows]}
+            if not as_json:
+                console.print(_ab_table(rep, mode))
+                if rep.noise_floor is not None:
+                    console.print(
+                        "  Placebo: draft step 0 is computed identically under both policies, so its "
+                        f"acceptance change (±{rep.noise_floor['pos0']:.2f} points) is run-to-run noise; "
+                        "acceptance deltas inside the scaled floor are not told apart from it.")
+    if not out["fidelity"] and not out["ab"]:
+        raise UserError(None, "inputs", f"nothing to compare: expected the same policy in a sim and a "
+                        f"real result, or the baseline policy {baseline!r} and another in one mode "
+                        f"(found {sorted((m, p) for m in by_mode for p in by_mode[m])})")
+    if as_json:
+        typer.echo(json.dumps(out, indent=2, default=lambda x: None))
