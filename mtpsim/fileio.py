@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same folder and an atomic rename."""
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same folder and an atomic rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -25,5 +25,9 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         raise
 
 
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
 def atomic_write_json(path: str | Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+    atomic_write_text(path, json.dumps(obj, indent=2) + "\n")
