@@ -1,0 +1,49 @@
+"""Load and save reference weights: safetensors (never pickle) plus a JSON sidecar with the config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mtpsim.engine.model import ModelArgs, Transformer
+
+BUILTIN = Path(__file__).parent / "weights" / "reference.safetensors"
+
+
+def sidecar(path: Path) -> Path:
+    return path.with_suffix(".json")
+
+
+def save(model: Transformer, path: Path, dtype: torch.dtype, meta: dict[str, Any]) -> None:
+    """Write `path` (safetensors) and `path.with_suffix('.json')` ({"config": ..., **meta})."""
+    from safetensors.torch import save_file
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().to("cpu", dtype).contiguous() for k, v in model.state_dict().items()}
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(state, str(tmp))
+    tmp.replace(path)
+    side = sidecar(path)
+    tmp_side = side.with_name(side.name + ".tmp")
+    tmp_side.write_text(json.dumps({"config": model.args.to_dict(), **meta}, indent=2) + "\n")
+    tmp_side.replace(side)
+
+
+def load(path: Path | None = None, device: str | torch.device = "cpu",
+         dtype: torch.dtype = torch.float32) -> Transformer:
+    """Build the model from `path`'s sidecar config and load its tensors (default: the shipped weights)."""
+    from safetensors.torch import load_file
+
+    path = Path(path) if path is not None else BUILTIN
+    meta = json.loads(sidecar(path).read_text())
+    model = Transformer(ModelArgs(**meta["config"]))
+    state = load_file(str(path))
+    model.load_state_dict({k: v.to(torch.float32) for k, v in state.items()})
+    return model.to(device=device, dtype=dtype).eval()
+
+
+def read_meta(path: Path | None = None) -> dict[str, Any]:
+    return json.loads(sidecar(Path(path) if path is not None else BUILTIN).read_text())
