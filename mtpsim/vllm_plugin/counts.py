@@ -1,0 +1,122 @@
+"""Indexer-invocation counts per draft step, and the "sharing engaged" verdict (torch-free).
+
+Counts come in two contexts: `capture` (hooks and forwards seen while vLLM records CUDA graphs:
+what the graphs baked in) and `propose` (eager forwards at run time; graph replays run no
+Python, so under CUDA graphs only eager batches show up here).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONTEXTS = ("propose", "capture")
+COUNTS_GLOB = "vllm-counts-*.json"
+
+
+@dataclass(slots=True)
+class StepCounts:
+    """Per draft step s: MTP-layer forwards, real indexer runs, shadow indexer runs."""
+
+    forwards: list[int] = field(default_factory=list)
+    indexer: list[int] = field(default_factory=list)
+    shadow: list[int] = field(default_factory=list)
+
+    def bump(self, kind: str, step: int) -> None:
+        for row in (self.forwards, self.indexer, self.shadow):  # kept the same length
+            if len(row) <= step:
+                row.extend([0] * (step + 1 - len(row)))
+        getattr(self, kind)[step] += 1
+
+    def at(self, kind: str, step: int) -> int:
+        row: list[int] = getattr(self, kind)
+        return row[step] if step < len(row) else 0
+
+    @property
+    def num_steps(self) -> int:
+        return max(len(self.forwards), len(self.indexer))
+
+
+@dataclass(slots=True)
+class PluginCounts:
+    """Everything one vLLM process counted; written as JSON by the plugin, read by the runner."""
+
+    policy: str
+    share_flag: bool | None = None  # MTPSpeculator.share_mtp_topk_indices after load
+    contexts: dict[str, StepCounts] = field(default_factory=lambda: {c: StepCounts()
+                                                                      for c in CONTEXTS})
+    compaction_rows_checked: int = 0
+    compaction_rows_wrong: int = 0
+    pid: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"policy": self.policy, "share_flag": self.share_flag, "pid": self.pid,
+                "compaction_rows_checked": self.compaction_rows_checked,
+                "compaction_rows_wrong": self.compaction_rows_wrong,
+                "contexts": {c: {"forwards": s.forwards, "indexer": s.indexer,
+                                 "shadow": s.shadow} for c, s in self.contexts.items()}}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> PluginCounts:
+        contexts = {c: StepCounts(list(v.get("forwards", [])), list(v.get("indexer", [])),
+                                  list(v.get("shadow", [])))
+                    for c, v in obj.get("contexts", {}).items()}
+        for c in CONTEXTS:
+            contexts.setdefault(c, StepCounts())
+        return cls(policy=obj["policy"], share_flag=obj.get("share_flag"), contexts=contexts,
+                   compaction_rows_checked=int(obj.get("compaction_rows_checked", 0)),
+                   compaction_rows_wrong=int(obj.get("compaction_rows_wrong", 0)),
+                   pid=int(obj.get("pid", 0)))
+
+
+def read_counts(folder: str | Path) -> list[PluginCounts]:
+    """Every process's counts in `folder` (none if vLLM never loaded the draft model)."""
+    out = []
+    for p in sorted(Path(folder).glob(COUNTS_GLOB)):
+        try:
+            out.append(PluginCounts.from_json(json.loads(p.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a process killed mid-run leaves no partial file (atomic writes)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SharingVerdict:
+    engaged: bool | None  # None: no draft step >= 1 was observed running Python
+    context: str | None
+    detail: str
+
+    def line(self) -> str:
+        word = {True: "yes", False: "no", None: "unknown"}[self.engaged]
+        return f"sharing engaged: {word} ({self.detail})"
+
+
+def _describe(s: StepCounts) -> str:
+    return ", ".join(f"step {i}: {s.at('indexer', i)}/{s.at('forwards', i)}"
+                     for i in range(s.num_steps))
+
+
+def sharing_verdict(counts: PluginCounts) -> SharingVerdict:
+    """Did draft steps >= 1 really skip the MTP layer's indexer? Judged from the counts:
+    engaged = step 0 ran the indexer on every forward and no step >= 1 ran it."""
+    for ctx in CONTEXTS:
+        s = counts.contexts[ctx]
+        later = range(1, s.num_steps)
+        if not any(s.at("forwards", i) for i in later):
+            continue
+        step0_ok = s.at("forwards", 0) > 0 and s.at("indexer", 0) == s.at("forwards", 0)
+        skipped = all(s.at("indexer", i) == 0 for i in later)
+        ran = all(s.at("indexer", i) == s.at("forwards", i) for i in later)
+        detail = f"{ctx}, indexer calls/MTP forwards: {_describe(s)}"
+        if counts.compaction_rows_checked:
+            detail += (f"; compaction wrong rows: {counts.compaction_rows_wrong}/"
+                       f"{counts.compaction_rows_checked}")
+        if skipped and step0_ok:
+            return SharingVerdict(True, ctx, detail)
+        if ran:
+            return SharingVerdict(False, ctx, detail)
+        return SharingVerdict(False, ctx, "inconsistent: " + detail)
+    return SharingVerdict(None, None, "no draft step >= 1 ran Python code; under CUDA graphs "
+                          "only the capture counts exist and none were recorded")

@@ -1,0 +1,344 @@
+"""Wraps vLLM 0.33.0's `MTPSpeculator` in place: policy, indexer counts, trace (torch side).
+
+One `Recorder` per process follows the draft loop through the four lifecycle hooks (phase
+`prefill` = draft step 0, phase `decode` = steps 1..k-1, numbered by the MTP attention's
+forwards since `on_multi_step_decode_begin`) and counts, through forward hooks on the MTP
+layer's sparse-MLA wrapper and its `Indexer`, how often the indexer really ran per step.
+
+Trace mode (eager only: hooks do not fire on CUDA-graph replay) adds, at shared steps, a
+shadow indexer run: the shared rows are saved, the indexer writes fresh rows, the overlap is
+recorded and the shared rows are put back, so the draft tokens are those of `share`. The
+shadow run also writes the indexer K cache of the draft positions early; the next draft
+prefill rewrites those slots, so no later result depends on it. Trace mode perturbs timing.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from mtpsim.fileio import atomic_write_json
+from mtpsim.vllm_plugin.contract import (
+    HOOKS,
+    SHARE_FLAG,
+    check_speculator_shape,
+    load_speculator_classes,
+)
+from mtpsim.vllm_plugin.counts import PluginCounts
+from mtpsim.vllm_plugin.settings import PluginConfigError, PluginSettings
+from mtpsim.vllm_plugin.topk import row_overlap, rows_equal
+
+logger = logging.getLogger("vllm.mtpsim")
+
+STATE_ATTR = "__mtpsim_state__"
+_WRAPPED = (*HOOKS, "load_draft_model", "capture", "propose")
+FLUSH_EVERY_S = 2.0
+
+
+class Recorder:
+    """Per-process counts and trace rows; writes them under `settings.trace_dir`."""
+
+    def __init__(self, settings: PluginSettings) -> None:
+        self.settings = settings
+        self.counts = PluginCounts(policy=settings.policy, pid=os.getpid())
+        self.phase = "idle"  # idle | prefill | decode
+        self.decode_forwards = 0
+        self.in_capture = False
+        self.shadow_module: Any = None
+        self.shadow_rows: torch.Tensor | None = None
+        self.req_ids: list[str] = []
+        self.write_trace = settings.trace
+        self._trace_rows: list[dict[str, Any]] = []
+        self._last_flush = 0.0
+        self._owners: dict[int, list[Any]] = {}  # id(indexer) -> its sparse-MLA wrappers
+
+    # -- draft-loop phases (driven by the speculator hooks) --
+    def begin(self, phase: str) -> None:
+        self.phase = phase
+        self.decode_forwards = 0
+
+    def end(self) -> None:
+        self.phase = "idle"
+        self.maybe_flush()
+
+    @property
+    def context(self) -> str:
+        return "capture" if self.in_capture else "propose"
+
+    def next_step(self) -> int | None:
+        if self.phase == "prefill":
+            return 0
+        if self.phase == "decode":
+            self.decode_forwards += 1
+            return self.decode_forwards
+        return None  # a forward outside propose/capture (profiling): not a draft step
+
+    def steps(self) -> Any:
+        return self.counts.contexts[self.context]
+
+    # -- output --
+    def add_trace(self, row: dict[str, Any]) -> None:
+        if self.write_trace and not self.in_capture:
+            self._trace_rows.append(row)
+
+    def maybe_flush(self) -> None:
+        if time.monotonic() - self._last_flush >= FLUSH_EVERY_S:
+            self.flush()
+
+    def flush(self) -> None:
+        self._last_flush = time.monotonic()
+        folder = self.settings.trace_dir
+        if folder is None:
+            return
+        atomic_write_json(folder / f"vllm-counts-{self.counts.pid}.json", self.counts.to_json())
+        if self._trace_rows:
+            with open(folder / f"vllm-trace-{self.counts.pid}.jsonl", "a", encoding="utf-8") as f:
+                f.writelines(json.dumps(r) + "\n" for r in self._trace_rows)
+            self._trace_rows.clear()
+
+    # -- module hooks on the MTP layer's sparse-MLA wrapper and its indexer --
+    def attach(self, draft_model: torch.nn.Module) -> int:
+        """Hook every sparse-MLA wrapper (has `skip_topk` and an `indexer`); returns how many."""
+        n = 0
+        for module in draft_model.modules():
+            indexer = getattr(module, "indexer", None)
+            if not hasattr(module, "skip_topk") or not isinstance(indexer, torch.nn.Module):
+                continue
+            module.register_forward_pre_hook(self._attn_pre)
+            module.register_forward_hook(self._attn_post)
+            indexer.register_forward_pre_hook(self._indexer_pre)
+            indexer.register_forward_hook(self._indexer_post)
+            n += 1
+        return n
+
+    def _attn_pre(self, module: Any, args: tuple[Any, ...]) -> None:
+        step = self.next_step()
+        module.__mtpsim_step__ = step
+        if step is None:
+            return
+        self.steps().bump("forwards", step)
+        if self.settings.trace and module.skip_topk and not self.in_capture:
+            module.skip_topk = False  # run the indexer in shadow; _indexer_post restores
+            self.shadow_module = module
+
+    def _attn_post(self, module: Any, args: tuple[Any, ...], output: Any) -> None:
+        if self.shadow_module is module:
+            module.skip_topk = True
+            self.shadow_module = None
+
+    def _buffer(self, indexer: Any) -> torch.Tensor:
+        return indexer.topk_indices_buffer
+
+    def _indexer_pre(self, indexer: Any, args: tuple[Any, ...]) -> None:
+        if self.shadow_module is not None:
+            num_tokens = args[0].shape[0]  # hidden_states [num_tokens, hidden]
+            self.shadow_rows = self._buffer(indexer)[:num_tokens].clone()
+
+    def _indexer_post(self, indexer: Any, args: tuple[Any, ...], output: Any) -> None:
+        owner = self.shadow_module
+        step = getattr(owner, "__mtpsim_step__", None) if owner is not None else None
+        if owner is None or self.shadow_rows is None:
+            attn_step = self._step_of_indexer(indexer)
+            if attn_step is not None:
+                self.steps().bump("indexer", attn_step)
+            return
+        shared = self.shadow_rows
+        self.shadow_rows = None
+        buf = self._buffer(indexer)
+        fresh = buf[: shared.shape[0]].clone()
+        buf[: shared.shape[0]].copy_(shared)  # draft with the shared rows, as `share` does
+        if step is None:
+            return
+        self.steps().bump("shadow", step)
+        overlaps = row_overlap(shared, fresh).tolist()
+        for i, ov in enumerate(overlaps):
+            req = self.req_ids[i] if i < len(self.req_ids) else str(i)
+            self.add_trace({"kind": "overlap", "req": req, "step": step, "overlap": ov})
+
+    def _step_of_indexer(self, indexer: Any) -> int | None:
+        for owner in self._owners.get(id(indexer), ()):
+            return getattr(owner, "__mtpsim_step__", None)
+        return None
+
+    def index_owners(self, draft_model: torch.nn.Module) -> None:
+        self._owners = {}
+        for module in draft_model.modules():
+            indexer = getattr(module, "indexer", None)
+            if hasattr(module, "skip_topk") and isinstance(indexer, torch.nn.Module):
+                self._owners.setdefault(id(indexer), []).append(module)
+
+
+def _wrap(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    original = getattr(cls, name)
+    wrapper = functools.wraps(original)(make(original))
+    wrapper.__mtpsim_wrapped__ = original  # type: ignore[attr-defined]
+    setattr(cls, name, wrapper)
+
+
+def _check_trace_is_eager(vllm_config: Any) -> None:
+    model_config = getattr(vllm_config, "model_config", None)
+    if not getattr(model_config, "enforce_eager", False):
+        raise PluginConfigError("mtpsim plugin: trace mode (MTPSIM_TRACE=1) needs eager "
+                                "execution (--enforce-eager): module hooks do not run when a "
+                                "CUDA graph is replayed")
+
+
+def install(settings: PluginSettings) -> Recorder:
+    """Patch the installed vLLM's MTPSpeculator once per process; repeated calls are no-ops."""
+    mtp_cls, base_cls = load_speculator_classes()
+    existing: Recorder | None = vars(mtp_cls).get(STATE_ATTR)
+    if existing is not None:
+        if existing.settings != settings:
+            raise PluginConfigError(f"mtpsim plugin: already installed with {existing.settings}, "
+                                    f"asked again with {settings}")
+        return existing
+    check_speculator_shape(mtp_cls, base_cls)
+    if settings.trace_dir is not None:
+        settings.trace_dir.mkdir(parents=True, exist_ok=True)
+    rec = Recorder(settings)
+    want_share = settings.policy == "share"
+
+    def load_draft_model(orig: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            model = orig(self, *args, **kwargs)
+            pcp = self.vllm_config.parallel_config.prefill_context_parallel_size
+            capable = (pcp == 1 and hasattr(model.model, "set_skip_topk")
+                       and hasattr(model.model, "compact_topk_indices"))
+            if want_share and not capable:
+                raise PluginConfigError("mtpsim plugin: policy share needs a draft model with "
+                                        "set_skip_topk/compact_topk_indices and prefill context "
+                                        f"parallel size 1 (got {pcp})")
+            if getattr(self, SHARE_FLAG) != want_share:
+                logger.info("mtpsim: %s forced from %s to %s (MTPSIM_POLICY=%s)", SHARE_FLAG,
+                            getattr(self, SHARE_FLAG), want_share, settings.policy)
+            setattr(self, SHARE_FLAG, want_share)
+            if settings.trace:
+                _check_trace_is_eager(self.vllm_config)
+            rec.counts.share_flag = want_share
+            rec.write_trace = settings.trace and _is_first_rank()
+            rec.index_owners(model)
+            hooked = rec.attach(model)
+            logger.info("mtpsim: policy %s, %d MTP sparse-attention layer(s) hooked",
+                        settings.policy, hooked)
+            rec.flush()
+            return model
+        return wrapper
+
+    def around(before: Callable[[], None] | None,
+               after: Callable[[], None] | None) -> Callable[..., Any]:
+        def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+            def wrapper(self: Any, num_reqs: int) -> None:
+                if before is not None:
+                    before()
+                orig(self, num_reqs)
+                if after is not None:
+                    after()
+            return wrapper
+        return make
+
+    def on_prefill_end(orig: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any, num_reqs: int) -> None:
+            check = (settings.trace and not rec.in_capture and getattr(self, SHARE_FLAG)
+                     and self.num_speculative_steps > 1)
+            expected: list[tuple[torch.Tensor, torch.Tensor]] = []
+            if check:
+                slots = self.last_token_indices[:num_reqs]  # [num_reqs]
+                for bufs in _mtp_buffers(self.model):
+                    expected.append((bufs, bufs[slots].clone()))
+            orig(self, num_reqs)
+            for buf, want in expected:
+                ok = rows_equal(buf[:num_reqs], want)
+                rec.counts.compaction_rows_checked += int(ok.numel())
+                rec.counts.compaction_rows_wrong += int((~ok).sum().item())
+            rec.phase = "idle"
+        return wrapper
+
+    def capture(orig: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            rec.in_capture = True
+            try:
+                return orig(self, *args, **kwargs)
+            finally:
+                rec.in_capture = False
+                rec.flush()
+        return wrapper
+
+    def propose(orig: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(orig)
+
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if rec.write_trace:
+                _record_verify(rec, sig.bind(self, *args, **kwargs).arguments)
+            return orig(self, *args, **kwargs)
+        return wrapper
+
+    _wrap(mtp_cls, "load_draft_model", load_draft_model)
+    _wrap(mtp_cls, "on_prefill_begin", around(lambda: rec.begin("prefill"), None))
+    _wrap(mtp_cls, "on_prefill_end", on_prefill_end)
+    _wrap(mtp_cls, "on_multi_step_decode_begin", around(None, lambda: rec.begin("decode")))
+    _wrap(mtp_cls, "on_multi_step_decode_end", around(None, rec.end))
+    _wrap(mtp_cls, "capture", capture)
+    _wrap(mtp_cls, "propose", propose)
+    setattr(mtp_cls, STATE_ATTR, rec)
+    return rec
+
+
+def uninstall() -> None:
+    """Undo `install` (tests): restore every wrapped attribute of MTPSpeculator."""
+    mtp_cls, _ = load_speculator_classes()
+    if STATE_ATTR not in vars(mtp_cls):
+        return
+    for name in _WRAPPED:
+        fn = vars(mtp_cls).get(name)
+        original = getattr(fn, "__mtpsim_wrapped__", None)
+        if original is None:
+            continue
+        if original is getattr(super(mtp_cls, mtp_cls), name, None):
+            delattr(mtp_cls, name)  # was inherited before install
+        else:
+            setattr(mtp_cls, name, original)
+    delattr(mtp_cls, STATE_ATTR)
+
+
+def _mtp_buffers(draft_model: Any) -> list[torch.Tensor]:
+    seen: dict[int, torch.Tensor] = {}
+    for module in draft_model.modules():
+        indexer = getattr(module, "indexer", None)
+        buf = getattr(indexer, "topk_indices_buffer", None)
+        if hasattr(module, "skip_topk") and isinstance(buf, torch.Tensor):
+            seen.setdefault(buf.data_ptr(), buf)
+    return list(seen.values())
+
+
+def _record_verify(rec: Recorder, a: dict[str, Any]) -> None:
+    """One row per request that had drafts verified: context length, drafted, accepted."""
+    batch = a["input_batch"]
+    n = batch.num_reqs
+    rec.req_ids = list(batch.req_ids[:n])
+    drafted = batch.num_draft_tokens_per_req
+    if drafted is None:
+        return
+    sampled = a["num_sampled"][:n].tolist()
+    seq_lens = batch.seq_lens[:n].tolist()
+    for i in range(n):
+        d = int(drafted[i])
+        if d > 0:
+            rec.add_trace({"kind": "verify", "req": rec.req_ids[i], "context_len": seq_lens[i],
+                           "drafted": d, "accepted": max(int(sampled[i]) - 1, 0)})
+
+
+def _is_first_rank() -> bool:
+    try:
+        from vllm.distributed.parallel_state import get_tensor_model_parallel_rank
+
+        return get_tensor_model_parallel_rank() == 0
+    except Exception:  # not initialised (tests, single process)
+        return True

@@ -1,0 +1,127 @@
+"""Fakes for driving vLLM 0.33.0's real MTPSpeculator hooks on CPU (as vLLM's own tests do:
+speculators built with `object.__new__`, models that record what ran)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+TOP_K = 8
+
+
+class FakeIndexer(torch.nn.Module):
+    """Writes a top-k row per query token: positions [pos - TOP_K + 1, pos], shifted by `salt`."""
+
+    def __init__(self, max_tokens: int) -> None:
+        super().__init__()
+        self.topk_indices_buffer = torch.full((max_tokens, TOP_K), -1, dtype=torch.int32)
+        self.salt = 0
+        self.calls = 0
+
+    def forward(self, hidden_states: torch.Tensor, positions: torch.Tensor) -> None:
+        self.calls += 1
+        n = hidden_states.shape[0]
+        base = positions[:n].to(torch.int32).unsqueeze(1) - torch.arange(TOP_K, dtype=torch.int32)
+        self.topk_indices_buffer[:n] = base + self.salt
+
+
+class FakeSparseMLA(torch.nn.Module):
+    """The shape of vLLM's MultiHeadLatentAttentionWrapper that matters: skip_topk + indexer."""
+
+    def __init__(self, max_tokens: int) -> None:
+        super().__init__()
+        self.skip_topk = False
+        self.indexer = FakeIndexer(max_tokens)
+        self.used_rows: list[torch.Tensor] = []
+
+    def forward(self, hidden_states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        if self.indexer is not None and not self.skip_topk:
+            self.indexer(hidden_states, positions)
+        self.used_rows.append(self.indexer.topk_indices_buffer[: hidden_states.shape[0]].clone())
+        return hidden_states
+
+
+class FakeMTPInner(torch.nn.Module):
+    """`draft_model.model`: DeepSeekMultiTokenPredictor's set_skip_topk/compact_topk_indices."""
+
+    def __init__(self, max_tokens: int, broken_compaction: bool = False) -> None:
+        super().__init__()
+        self.attn = FakeSparseMLA(max_tokens)
+        self.broken_compaction = broken_compaction
+
+    def set_skip_topk(self, skip: bool) -> None:
+        self.attn.skip_topk = skip
+
+    def compact_topk_indices(self, slot_ids: torch.Tensor) -> None:
+        buf = self.attn.indexer.topk_indices_buffer
+        n = slot_ids.numel()
+        if self.broken_compaction:  # the upstream bug: rows are not gathered per request
+            return
+        buf[:n] = buf[slot_ids]
+
+
+class FakeDraftModel(torch.nn.Module):
+    def __init__(self, max_tokens: int = 64, broken_compaction: bool = False) -> None:
+        super().__init__()
+        self.model = FakeMTPInner(max_tokens, broken_compaction)
+
+    def forward(self, hidden_states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        return self.model.attn(hidden_states, positions)
+
+
+def make_speculator(mtp_cls: type, *, k: int = 3, hf_share: bool = False,
+                    eager: bool = True) -> Any:
+    spec = object.__new__(mtp_cls)
+    spec.vllm_config = SimpleNamespace(
+        parallel_config=SimpleNamespace(prefill_context_parallel_size=1),
+        model_config=SimpleNamespace(enforce_eager=eager),
+        speculative_config=SimpleNamespace(draft_model_config=SimpleNamespace(
+            hf_config=SimpleNamespace(index_share_for_mtp_iteration=hf_share))),
+    )
+    spec.num_speculative_steps = k
+    return spec
+
+
+def load(spec: Any, monkeypatch: pytest.MonkeyPatch, draft: FakeDraftModel) -> FakeDraftModel:
+    """Run the (wrapped) real load_draft_model with vLLM's loader replaced by `draft`."""
+    import vllm.v1.worker.gpu.spec_decode.mtp.speculator as mtp_mod
+
+    monkeypatch.setattr(mtp_mod, "load_eagle_model", lambda target, cfg: draft)
+    spec.model = spec.load_draft_model(torch.nn.Identity(), set())
+    return draft
+
+
+def propose(spec: Any, draft: FakeDraftModel, positions: list[int], *,
+            salt_per_step: int = 0) -> None:
+    """One draft round as TargetDependentARSpeculator.propose drives it: step 0 over each
+    request's k+1 verified slots, then k-1 one-token steps. positions: each request's last
+    accepted position."""
+    k = spec.num_speculative_steps
+    n = len(positions)
+    pos0 = torch.tensor([p - k + j for p in positions for j in range(k + 1)])  # [n * (k + 1)]
+    spec.last_token_indices = torch.tensor([i * (k + 1) + k for i in range(n)])  # [n]
+    indexer = draft.model.attn.indexer
+    indexer.salt = 0
+    spec.on_prefill_begin(n)
+    draft(torch.zeros(n * (k + 1), 4), pos0)
+    spec.on_prefill_end(n)
+    spec.on_multi_step_decode_begin(n)
+    for s in range(1, k):
+        indexer.salt = s * salt_per_step
+        draft(torch.zeros(n, 4), torch.tensor(positions) + s)
+    spec.on_multi_step_decode_end(n)
+
+
+@contextlib.contextmanager
+def installed(settings: Any) -> Iterator[Any]:
+    from mtpsim.vllm_plugin.patch import install, uninstall
+
+    try:
+        yield install(settings)
+    finally:
+        uninstall()

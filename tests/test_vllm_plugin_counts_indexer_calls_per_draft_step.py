@@ -1,0 +1,58 @@
+"""The plugin, wrapped around vLLM 0.33.0's real MTPSpeculator hooks, counts the MTP layer's
+indexer calls per draft step and tells whether sharing engaged."""
+
+from __future__ import annotations
+
+import pytest
+from _vllm_fakes import FakeDraftModel, installed, load, make_speculator, propose
+
+from mtpsim.vllm_plugin.counts import read_counts, sharing_verdict
+from mtpsim.vllm_plugin.settings import PluginSettings
+
+MTPSpeculator = pytest.importorskip("vllm.v1.worker.gpu.spec_decode.mtp.speculator").MTPSpeculator
+
+
+@pytest.mark.parametrize("hf_share", [False, True])
+def test_share_policy_skips_the_indexer_at_steps_one_and_later(tmp_path, monkeypatch, hf_share):
+    with installed(PluginSettings("share", tmp_path)) as rec:
+        spec = make_speculator(MTPSpeculator, k=3, hf_share=hf_share)
+        draft = load(spec, monkeypatch, FakeDraftModel())
+        assert spec.share_mtp_topk_indices is True
+        for _ in range(5):
+            propose(spec, draft, [40, 90])
+        rec.flush()
+    steps = rec.counts.contexts["propose"]
+    assert steps.forwards == [5, 5, 5]
+    assert steps.indexer == [5, 0, 0]
+    assert draft.model.attn.indexer.calls == 5
+    verdict = sharing_verdict(read_counts(tmp_path)[0])
+    assert verdict.engaged is True
+    assert verdict.line().startswith("sharing engaged: yes (propose")
+
+
+def test_fresh_policy_forces_sharing_off_even_when_the_model_asks_for_it(tmp_path, monkeypatch):
+    with installed(PluginSettings("fresh", tmp_path)) as rec:
+        spec = make_speculator(MTPSpeculator, k=3, hf_share=True)
+        draft = load(spec, monkeypatch, FakeDraftModel())
+        assert spec.share_mtp_topk_indices is False
+        propose(spec, draft, [40, 90])
+    assert rec.counts.contexts["propose"].indexer == [1, 1, 1]
+    verdict = sharing_verdict(rec.counts)
+    assert verdict.engaged is False
+    assert "step 1: 1/1" in verdict.line()
+
+
+def test_an_indexer_run_at_a_shared_step_reads_as_not_engaged(tmp_path, monkeypatch):
+    with installed(PluginSettings("share", tmp_path)) as rec:
+        spec = make_speculator(MTPSpeculator, k=3)
+        draft = load(spec, monkeypatch, FakeDraftModel())
+        # A graph or compiled path that baked the branch: skip_topk is ignored.
+        monkeypatch.setattr(draft.model, "set_skip_topk", lambda skip: None)
+        propose(spec, draft, [40])
+    assert sharing_verdict(rec.counts).engaged is False
+
+
+def test_no_decode_steps_observed_reads_as_unknown(tmp_path):
+    with installed(PluginSettings("share", tmp_path)) as rec:
+        pass
+    assert sharing_verdict(rec.counts).engaged is None

@@ -1,0 +1,52 @@
+"""Trace mode computes a fresh top-k in shadow at shared steps, records its overlap with the
+shared row, and leaves the shared rows in place; it also checks the compaction."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from _vllm_fakes import TOP_K, FakeDraftModel, installed, load, make_speculator, propose
+
+from mtpsim.vllm_plugin.settings import PluginConfigError, PluginSettings
+
+MTPSpeculator = pytest.importorskip("vllm.v1.worker.gpu.spec_decode.mtp.speculator").MTPSpeculator
+
+
+def _rows(tmp_path):
+    return [json.loads(line) for p in tmp_path.glob("vllm-trace-*.jsonl")
+            for line in p.read_text().splitlines()]
+
+
+def test_shadow_overlap_matches_the_window_shift_and_drafts_keep_the_shared_rows(
+        tmp_path, monkeypatch):
+    with installed(PluginSettings("share", tmp_path, trace=True)) as rec:
+        spec = make_speculator(MTPSpeculator, k=3)
+        draft = load(spec, monkeypatch, FakeDraftModel())
+        propose(spec, draft, [40, 90])
+        rec.flush()
+    # Fresh rows at step s are the window ending at p + s: it shares TOP_K - s entries.
+    overlaps = {(r["req"], r["step"]): r["overlap"] for r in _rows(tmp_path)}
+    assert overlaps == {(str(i), s): (TOP_K - s) / TOP_K for i in range(2) for s in (1, 2)}
+    assert rec.counts.contexts["propose"].shadow == [0, 1, 1]
+    assert rec.counts.contexts["propose"].indexer == [1, 0, 0]
+    step0_last = draft.model.attn.used_rows[0][[3, 7]]  # each request's last verified slot
+    for used in draft.model.attn.used_rows[1:]:
+        assert torch.equal(used, step0_last)
+    assert (rec.counts.compaction_rows_checked, rec.counts.compaction_rows_wrong) == (2, 0)
+
+
+def test_a_compaction_that_does_not_gather_rows_is_caught(tmp_path, monkeypatch):
+    with installed(PluginSettings("share", tmp_path, trace=True)) as rec:
+        spec = make_speculator(MTPSpeculator, k=3)
+        load(spec, monkeypatch, draft := FakeDraftModel(broken_compaction=True))
+        propose(spec, draft, [40, 90])
+    assert rec.counts.compaction_rows_wrong == 2
+
+
+def test_trace_mode_refuses_cuda_graphs(tmp_path, monkeypatch):
+    with installed(PluginSettings("share", tmp_path, trace=True)):
+        spec = make_speculator(MTPSpeculator, eager=False)
+        with pytest.raises(PluginConfigError, match="--enforce-eager"):
+            load(spec, monkeypatch, FakeDraftModel())
