@@ -1,0 +1,82 @@
+"""Fit the cost model's efficiency factors to one measured row (scipy least squares).
+
+The factors named in `[calibration] fit` are searched in log space within their bounds so that
+the simulated `fit_metrics` of `fit_policy` match `[calibration.measured.<policy>]`; residuals
+are relative errors. The simulation is deterministic for a given seed, so the fit is too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from mtpsim.errors import SpecError
+from mtpsim.result import Result
+from mtpsim.sim.simulator import simulate
+from mtpsim.spec import Experiment
+
+BOUNDS = {"mem_efficiency": (0.02, 1.0), "compute_efficiency": (0.02, 1.0),
+          "comm_efficiency": (0.02, 1.0), "overhead_ms": (1e-3, 100.0),
+          "eager_overhead_ms": (1e-3, 500.0)}
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """Outcome of a calibration."""
+
+    before: dict[str, float]
+    after: dict[str, float]
+    measured: dict[str, float]
+    simulated: dict[str, float]  # fit metrics with the fitted factors
+    evaluations: int
+    success: bool
+    message: str
+    experiment: Experiment  # with the fitted factors
+    result: Result  # fit policy simulated with the fitted factors
+
+    def relative_errors(self) -> dict[str, float]:
+        return {k: self.simulated[k] / v - 1.0 for k, v in self.measured.items()}
+
+
+def with_factors(exp: Experiment, factors: dict[str, float]) -> Experiment:
+    cal = dataclasses.replace(exp.calibration, **factors)
+    return dataclasses.replace(exp, calibration=cal)
+
+
+def calibrate(exp: Experiment) -> Fit:
+    """Fit `exp.calibration.fit` to the measured row; raises SpecError if there is nothing to fit."""
+    c = exp.calibration
+    if not c.fit:
+        raise SpecError(exp.source, "calibration.fit", "expected at least one factor to fit")
+    row = c.measured.get(c.fit_policy)
+    if row is None:
+        raise SpecError(exp.source, f"calibration.measured.{c.fit_policy}",
+                        "expected the measured row to fit (a table of vLLM metric keys)")
+    measured = {m: float(row[m]) for m in c.fit_metrics}
+    names = list(c.fit)
+    before = {n: float(getattr(c, n)) for n in names}
+    lo = np.log([BOUNDS[n][0] for n in names])
+    hi = np.log([BOUNDS[n][1] for n in names])
+    x0 = np.clip(np.log([before[n] for n in names]), lo + 1e-9, hi - 1e-9)
+    cache: dict[tuple[float, ...], Result] = {}
+
+    def run(x: np.ndarray) -> Result:
+        key = tuple(np.round(x, 12))
+        if key not in cache:
+            cache[key] = simulate(with_factors(exp, dict(zip(names, np.exp(x), strict=True))),
+                                  c.fit_policy)
+        return cache[key]
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        r = run(x)
+        return np.array([float(r.metrics[m]) / v - 1.0 for m, v in measured.items()])
+
+    sol = least_squares(residuals, x0, bounds=(lo, hi), diff_step=0.02, xtol=1e-4, ftol=1e-6,
+                        max_nfev=60)
+    after = {n: float(v) for n, v in zip(names, np.exp(sol.x), strict=True)}
+    best = run(sol.x)
+    return Fit(before, after, measured, {m: float(best.metrics[m]) for m in measured},
+               len(cache), bool(sol.success), str(sol.message), with_factors(exp, after), best)

@@ -1,0 +1,276 @@
+"""Loading an experiment: TOML -> presets merged field by field -> `--set` overrides -> validated,
+frozen `Experiment`. Precedence: `--set` > experiment file > preset > built-in default."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtpsim.errors import SpecError
+from mtpsim.metrics import conditional_to_marginal, marginal_to_conditional
+from mtpsim.policies import POLICIES
+from mtpsim.spec.fields import build_section
+from mtpsim.spec.sections import (
+    AcceptanceSpec,
+    CalibrationSpec,
+    EngineSpec,
+    HardwareSpec,
+    ModelSpec,
+    ReferenceSpec,
+    SpeculativeSpec,
+    VllmSpec,
+    WorkloadSpec,
+)
+
+PRESETS_DIR = Path(__file__).parent / "presets"
+SECTIONS: dict[str, type] = {
+    "model": ModelSpec,
+    "hardware": HardwareSpec,
+    "engine": EngineSpec,
+    "speculative": SpeculativeSpec,
+    "workload": WorkloadSpec,
+    "acceptance": AcceptanceSpec,
+    "calibration": CalibrationSpec,
+    "reference": ReferenceSpec,
+    "vllm": VllmSpec,
+}
+TOP_LEVEL = ("description", "seed", "policies")
+OVERRIDE_SOURCE = "--set"
+
+
+@dataclass(frozen=True, slots=True)
+class Experiment:
+    """A validated experiment: every section, the policies to compare and the seed."""
+
+    model: ModelSpec
+    hardware: HardwareSpec
+    engine: EngineSpec
+    speculative: SpeculativeSpec
+    workload: WorkloadSpec
+    acceptance: AcceptanceSpec
+    calibration: CalibrationSpec
+    reference: ReferenceSpec
+    vllm: VllmSpec
+    policies: tuple[str, ...] = ("fresh", "share")
+    seed: int = 0
+    description: str = ""
+    source: str = "<memory>"
+    overrides: tuple[str, ...] = field(default=())
+
+    @property
+    def k(self) -> int:
+        return self.speculative.num_speculative_tokens
+
+    @property
+    def index_topk(self) -> int:
+        return self.speculative.index_topk or self.model.index_topk
+
+    def marginal_rates(self) -> list[float]:
+        """Sharing-off acceptance as vLLM reports it (marginal per position)."""
+        a = self.acceptance
+        rates = list(a.per_position)
+        return rates if a.kind == "marginal" else conditional_to_marginal(rates)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe echo of the spec (inf written as the string "inf")."""
+        return _json_safe(asdict(self))
+
+
+def _json_safe(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_json_safe(v) for v in x]
+    if isinstance(x, float) and math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def _read_toml(path: Path, what: str) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise SpecError(path, None, f"{what} not found") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(path, None, f"expected valid TOML ({e})") from None
+    except (IsADirectoryError, UnicodeDecodeError) as e:
+        raise SpecError(path, None, f"expected a TOML file ({e})") from None
+
+
+def available_presets(kind: str) -> list[str]:
+    return sorted(p.stem for p in (PRESETS_DIR / kind).glob("*.toml"))
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """`section.key=value` -> (["section", "key"], value). The value is read as a TOML value
+    (`3`, `1.5`, `true`, `inf`, `["a", "b"]`); anything else is taken as a plain string."""
+    key, sep, value = text.partition("=")
+    path = [p.strip() for p in key.strip().split(".")]
+    if not sep or not all(path):
+        raise SpecError(OVERRIDE_SOURCE, text or None, "expected section.key=value")
+    try:
+        parsed = tomllib.loads(f"v = {value.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = value.strip()
+    return path, parsed
+
+
+def load_experiment(path: str | Path, overrides: Sequence[str] = ()) -> Experiment:
+    """Read, merge and validate an experiment; any problem is a SpecError naming file and key."""
+    path = Path(path)
+    raw = _read_toml(path, "experiment file")
+    return experiment_from_dict(raw, source=str(path), overrides=overrides)
+
+
+def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
+                         overrides: Sequence[str] = ()) -> Experiment:
+    """Validate an experiment given as nested dicts (as TOML would load it)."""
+    raw = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in raw.items()}
+    overridden: set[tuple[str, ...]] = set()
+    for text in overrides:
+        keys, value = parse_override(text)
+        node: dict[str, Any] = raw
+        for k in keys[:-1]:
+            child = node.setdefault(k, {})
+            if not isinstance(child, dict):
+                raise SpecError(OVERRIDE_SOURCE, ".".join(keys), f"{k} is not a section")
+            node = child
+        node[keys[-1]] = value
+        overridden.add(tuple(keys[:2]))
+
+    def source_of(section: str, preset_file: Path | None, from_preset: set[str]):
+        def find(key: str) -> str:
+            if (section, key) in overridden or (section,) in overridden:
+                return OVERRIDE_SOURCE
+            if preset_file is not None and key in from_preset:
+                return str(preset_file)
+            return source
+        return find
+
+    for key in raw:
+        if key not in SECTIONS and key not in TOP_LEVEL:
+            src = OVERRIDE_SOURCE if (key,) in overridden else source
+            raise SpecError(src, key, "unknown section or key; expected one of "
+                            f"{', '.join([*SECTIONS, *TOP_LEVEL])}")
+    built: dict[str, Any] = {}
+    for section, cls in SECTIONS.items():
+        table = raw.get(section, {})
+        if not isinstance(table, dict):
+            raise SpecError(source, section, "expected a table ([section])")
+        preset_file, preset_keys = None, set()
+        if section in ("model", "hardware"):
+            kind = "models" if section == "model" else "gpus"
+            name = table.get("preset", cls().preset)
+            if not isinstance(name, str):
+                raise SpecError(source, f"{section}.preset", f"expected a string, got {name!r}")
+            if name:
+                if name not in available_presets(kind):
+                    raise SpecError(source_of(section, None, set())("preset"),
+                                    f"{section}.preset", f"expected one of "
+                                    f"{', '.join(available_presets(kind))}, got {name!r}")
+                preset_file = PRESETS_DIR / kind / f"{name}.toml"
+                preset = _read_toml(preset_file, "preset")
+                preset_keys = set(preset) - set(table)
+                table = {**preset, **table}
+        built[section] = build_section(cls, table, section,
+                                       source_of(section, preset_file, preset_keys))
+
+    def top(key: str, default: Any, tp: type) -> Any:
+        v = raw.get(key, default)
+        src = OVERRIDE_SOURCE if (key,) in overridden else source
+        if tp is int and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise SpecError(src, key, f"expected an integer >= 0, got {v!r}")
+        if tp is str and not isinstance(v, str):
+            raise SpecError(src, key, f"expected a string, got {v!r}")
+        return v
+
+    policies = raw.get("policies", ["fresh", "share"])
+    psrc = OVERRIDE_SOURCE if ("policies",) in overridden else source
+    if isinstance(policies, str):
+        policies = [p.strip() for p in policies.split(",")]
+    if (not isinstance(policies, list) or not policies
+            or any(p not in POLICIES for p in policies) or len(set(policies)) != len(policies)):
+        raise SpecError(psrc, "policies", "expected a non-empty list of distinct policies from "
+                        f"{', '.join(POLICIES)}, got {policies!r}")
+    exp = Experiment(**built, policies=tuple(policies), seed=top("seed", 0, int),
+                     description=top("description", "", str), source=source,
+                     overrides=tuple(overrides))
+    _check_across_sections(exp, source, overridden)
+    return exp
+
+
+def _check_across_sections(exp: Experiment, source: str,
+                           overridden: set[tuple[str, ...]]) -> None:
+    """Impossible combinations that no single field can see."""
+
+    def src(section: str, key: str) -> str:
+        return OVERRIDE_SOURCE if (section, key) in overridden else source
+
+    m, e, a, c, w = exp.model, exp.engine, exp.acceptance, exp.calibration, exp.workload
+    if m.num_heads % e.tp:
+        raise SpecError(src("engine", "tp"), "engine.tp",
+                        f"expected a divisor of model.num_heads ({m.num_heads}), got {e.tp}")
+    if m.num_dense_layers > m.num_layers or m.num_indexer_layers > m.num_layers:
+        raise SpecError(source, "model.num_dense_layers",
+                        f"expected at most model.num_layers ({m.num_layers})")
+    if m.num_experts_per_tok > m.num_routed_experts:
+        raise SpecError(src("model", "num_experts_per_tok"), "model.num_experts_per_tok",
+                        f"expected at most model.num_routed_experts ({m.num_routed_experts})")
+    if m.quantization == "nvfp4" and exp.hardware.fp4_tflops <= 0:
+        raise SpecError(src("model", "quantization"), "model.quantization",
+                        f"nvfp4 needs FP4 tensor cores; hardware {exp.hardware.name!r} has none "
+                        "(use fp8 or bf16)")
+    if e.max_num_batched_tokens < 1 + exp.k:
+        raise SpecError(src("engine", "max_num_batched_tokens"), "engine.max_num_batched_tokens",
+                        f"expected >= 1 + num_speculative_tokens ({1 + exp.k}) so that one "
+                        f"decoding request fits a step, got {e.max_num_batched_tokens}")
+    if not e.enable_chunked_prefill and _max_len(w.input_len, w.input_len_distribution,
+                                                 w.input_len_spread) > e.max_num_batched_tokens:
+        raise SpecError(src("workload", "input_len"), "workload.input_len",
+                        "expected prompts no longer than engine.max_num_batched_tokens "
+                        f"({e.max_num_batched_tokens}) when chunked prefill is off")
+    for name, dist, spread in (("input", w.input_len_distribution, w.input_len_spread),
+                               ("output", w.output_len_distribution, w.output_len_spread)):
+        if dist == "uniform" and spread >= 1:
+            raise SpecError(src("workload", f"{name}_len_spread"), f"workload.{name}_len_spread",
+                            f"expected a range ratio in [0, 1) for a uniform distribution, "
+                            f"got {spread}")
+    for label, rates in [("acceptance.per_position", a.per_position),
+                         *[(f"acceptance.policy_rates.{p}", r) for p, r in a.policy_rates.items()]]:
+        if label.startswith("acceptance.policy_rates.") and label.rsplit(".", 1)[1] not in POLICIES:
+            raise SpecError(source, label, f"expected a policy from {', '.join(POLICIES)}")
+        if len(rates) != exp.k:
+            raise SpecError(src("acceptance", label.split(".")[1]), label,
+                            f"expected {exp.k} rates (one per draft position, "
+                            f"speculative.num_speculative_tokens = {exp.k}), got {len(rates)}")
+        if a.kind == "marginal":
+            try:
+                marginal_to_conditional(rates)
+            except ValueError as err:
+                raise SpecError(src("acceptance", label.split(".")[1]), label,
+                                f"expected non-increasing marginal rates ({err})") from None
+    if c.fit and c.measured:
+        row = c.measured.get(c.fit_policy)
+        if row is None:
+            raise SpecError(source, "calibration.fit_policy", "expected a policy with a row in "
+                            f"calibration.measured ({', '.join(c.measured)}), got {c.fit_policy!r}")
+        missing = [mk for mk in c.fit_metrics if mk not in row]
+        if missing:
+            raise SpecError(source, "calibration.fit_metrics", f"expected metrics present in "
+                            f"calibration.measured.{c.fit_policy}; missing {', '.join(missing)}")
+        if len(c.fit) > len(c.fit_metrics):
+            raise SpecError(source, "calibration.fit", f"expected at most as many factors as "
+                            f"fit_metrics ({len(c.fit_metrics)}), got {len(c.fit)}")
+
+
+def _max_len(mean: int, dist: str, spread: float) -> float:
+    if dist == "fixed":
+        return mean
+    if dist == "uniform":
+        return mean * (1 + spread)
+    return math.inf if spread > 0 else mean

@@ -1,0 +1,142 @@
+"""Declaring and validating spec fields: a field is one line, `name: type = option(default, help, check)`.
+
+Types understood: int, float, bool, str, `X | None`, `tuple[X, ...]`, `dict[str, X]` (nested).
+A check returns None when the value is fine, else what was expected ("an integer >= 1").
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, field, fields
+from typing import Any
+
+from mtpsim.errors import SpecError
+
+Check = Callable[[Any], str | None]
+
+
+def option(default: Any, help: str, check: Check | None = None) -> Any:
+    """A spec field with a default, its help text and an optional value check."""
+    if isinstance(default, dict):
+        return field(default_factory=lambda: dict(default), metadata={"help": help, "check": check})
+    return field(default=default, metadata={"help": help, "check": check})
+
+
+def at_least(lo: float) -> Check:
+    return lambda v: None if v is None or v >= lo else f"a number >= {lo:g}"
+
+
+def greater_than(lo: float) -> Check:
+    return lambda v: None if v is None or v > lo else f"a number > {lo:g}"
+
+
+def in_range(lo: float, hi: float) -> Check:
+    return lambda v: None if v is None or lo <= v <= hi else f"a number in [{lo:g}, {hi:g}]"
+
+
+def unit_interval_open_low(v: Any) -> str | None:
+    return None if 0 < v <= 1 else "a number in (0, 1]"
+
+
+def one_of(*choices: str) -> Check:
+    return lambda v: None if v in choices else f"one of {', '.join(map(repr, choices))}"
+
+
+def each(check: Check) -> Check:
+    """Apply `check` to every element of a tuple or every value of a dict."""
+
+    def run(v: Any) -> str | None:
+        for x in v.values() if isinstance(v, dict) else v:
+            if (msg := check(x)) is not None:
+                return f"every entry {msg}"
+        return None
+
+    return run
+
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp) if a is not type(None))
+    if origin is tuple:
+        return f"a list of {_type_name(typing.get_args(tp)[0])}s"
+    if origin is dict:
+        return f"a table of {_type_name(typing.get_args(tp)[1])}s"
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(
+        tp, str(tp))
+
+
+def coerce(value: Any, tp: Any) -> Any:
+    """`value` as type `tp`, or raise TypeError naming what was expected."""
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        errors = []
+        for arg in typing.get_args(tp):
+            if arg is type(None):
+                continue
+            try:
+                return coerce(value, arg)
+            except TypeError as e:
+                errors.append(str(e))
+        raise TypeError(f"expected {_type_name(tp)}, got {value!r}")
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise TypeError(f"expected {_type_name(tp)}, got {value!r}")
+        return tuple(coerce(v, typing.get_args(tp)[0]) for v in value)
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise TypeError(f"expected {_type_name(tp)}, got {value!r}")
+        vt = typing.get_args(tp)[1]
+        return {str(k): coerce(v, vt) for k, v in value.items()}
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif tp is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity"):
+            return math.inf
+    elif tp is str:
+        if isinstance(value, str):
+            return value
+    raise TypeError(f"expected {_type_name(tp)}, got {value!r}")
+
+
+def build_section(cls: type, raw: Mapping[str, Any], section: str,
+                  source_of: Callable[[str], str]) -> Any:
+    """Validate `raw` against dataclass `cls`; every problem is a SpecError naming the key."""
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in fields(cls)]
+    for key in raw:
+        if key not in names:
+            raise SpecError(source_of(key), f"{section}.{key}",
+                            f"unknown key; expected one of {', '.join(names)}")
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):
+        where = f"{section}.{f.name}"
+        if f.name in raw:
+            try:
+                value = coerce(raw[f.name], hints[f.name])
+            except TypeError as e:
+                raise SpecError(source_of(f.name), where, str(e)) from None
+            kwargs[f.name] = value
+        elif f.default is MISSING and f.default_factory is MISSING:
+            raise SpecError(source_of(f.name), where, "missing; set it in the experiment or preset")
+        else:
+            value = f.default if f.default is not MISSING else f.default_factory()
+        check = f.metadata.get("check")
+        if check is not None and (msg := check(value)) is not None:
+            shown = "inf" if value == math.inf else repr(value)
+            raise SpecError(source_of(f.name), where, f"expected {msg}, got {shown}")
+    return cls(**kwargs)
+
+
+def describe(cls: type) -> list[tuple[str, str]]:
+    """(field name, help) pairs, for documentation."""
+    return [(f.name, f.metadata.get("help", "")) for f in fields(cls)]

@@ -1,0 +1,185 @@
+"""One frozen dataclass per experiment section. Adding a field is one line with `option(...)`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mtpsim.spec.fields import (
+    at_least,
+    each,
+    greater_than,
+    in_range,
+    one_of,
+    option,
+    unit_interval_open_low,
+)
+
+QUANTIZATIONS = ("bf16", "fp8", "nvfp4")
+CUDAGRAPH_MODES = ("none", "piecewise", "full", "full_decode_only", "full_and_piecewise")
+LENGTH_DISTRIBUTIONS = ("fixed", "uniform", "lognormal")
+# Efficiency factors and per-step costs that `[calibration] fit` may name.
+FITTABLE = ("mem_efficiency", "compute_efficiency", "comm_efficiency", "overhead_ms",
+            "eager_overhead_ms")
+
+_pos = at_least(1)
+_nonneg = at_least(0)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A DSA + MTP model; a preset file fills the fields, the experiment may override any."""
+
+    preset: str = option("deepseek-v3.2", "preset file under spec/presets/models ('' = none)")
+    name: str = option("", "Hugging Face id that `vllm serve` loads")
+    quantization: str = option("fp8", "weight format", one_of(*QUANTIZATIONS))
+    num_layers: int = option(0, "decoder layers of the target (MTP layers excluded)", _pos)
+    num_dense_layers: int = option(0, "leading layers with a dense MLP instead of MoE", _nonneg)
+    hidden_size: int = option(0, "model width", _pos)
+    num_heads: int = option(0, "attention heads", _pos)
+    q_lora_rank: int = option(0, "MLA query low-rank dimension", _pos)
+    kv_lora_rank: int = option(0, "MLA latent KV dimension", _pos)
+    qk_nope_head_dim: int = option(0, "per-head query/key dims without RoPE", _pos)
+    qk_rope_head_dim: int = option(0, "per-head RoPE dims", _pos)
+    v_head_dim: int = option(0, "per-head value dims", _pos)
+    intermediate_size: int = option(0, "dense MLP width", _pos)
+    moe_intermediate_size: int = option(0, "routed/shared expert width", _pos)
+    num_routed_experts: int = option(0, "routed experts per MoE layer", _pos)
+    num_experts_per_tok: int = option(0, "routed experts each token uses", _pos)
+    num_shared_experts: int = option(0, "always-on experts per MoE layer", _nonneg)
+    vocab_size: int = option(0, "vocabulary size", _pos)
+    index_n_heads: int = option(0, "lightning-indexer heads", _pos)
+    index_head_dim: int = option(0, "lightning-indexer head dims", _pos)
+    index_topk: int = option(0, "positions each query's sparse attention selects", _pos)
+    num_indexer_layers: int = option(0, "target layers that run their own indexer", _pos)
+    num_mtp_layers: int = option(1, "MTP layers (each with its own indexer)", _pos)
+    kv_bytes_per_token: int = option(656, "MLA KV-cache bytes per token per layer", _pos)
+    indexer_bytes_per_token: int = option(132, "indexer key-cache bytes per token per layer", _pos)
+
+
+@dataclass(frozen=True, slots=True)
+class HardwareSpec:
+    """One GPU; `engine.tp` of them serve the model."""
+
+    preset: str = option("b200", "preset file under spec/presets/gpus ('' = none)")
+    name: str = option("", "GPU name")
+    memory_gib: float = option(0.0, "HBM capacity", greater_than(0))
+    hbm_tbps: float = option(0.0, "HBM bandwidth, TB/s", greater_than(0))
+    bf16_tflops: float = option(0.0, "dense BF16 tensor TFLOP/s", greater_than(0))
+    fp8_tflops: float = option(0.0, "dense FP8 tensor TFLOP/s", greater_than(0))
+    fp4_tflops: float = option(0.0, "dense NVFP4 tensor TFLOP/s (0 = none)", _nonneg)
+    nvlink_gbps: float = option(0.0, "NVLink bandwidth per GPU, GB/s", greater_than(0))
+    allreduce_latency_us: float = option(8.0, "fixed latency of one small all-reduce", _nonneg)
+    kernel_floor_us: float = option(3.0, "minimum time of one GPU kernel", _nonneg)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSpec:
+    """vLLM engine settings the cost and the scheduler depend on."""
+
+    tp: int = option(1, "tensor-parallel size", _pos)
+    max_num_seqs: int = option(256, "requests running at once", _pos)
+    max_num_batched_tokens: int = option(8192, "token budget of one engine step", _pos)
+    enable_chunked_prefill: bool = option(True, "split long prompts across steps")
+    cudagraph_mode: str = option("full_decode_only", "CUDA-graph mode", one_of(*CUDAGRAPH_MODES))
+    gpu_memory_utilization: float = option(0.9, "share of HBM vLLM may use",
+                                           unit_interval_open_low)
+
+
+@dataclass(frozen=True, slots=True)
+class SpeculativeSpec:
+    """`--speculative-config`: MTP drafting."""
+
+    method: str = option("mtp", "drafting method", one_of("mtp"))
+    num_speculative_tokens: int = option(3, "draft tokens per step (k)", _pos)
+    index_topk: int | None = option(None, "top-k of the sparse attention (default: the model's)",
+                                    greater_than(0))
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    """The benchmark client (`vllm bench serve`)."""
+
+    num_prompts: int = option(256, "requests sent", _pos)
+    input_len: int = option(1024, "prompt tokens (mean if distributed)", _pos)
+    output_len: int = option(1024, "output tokens (mean if distributed)", _pos)
+    input_len_distribution: str = option("fixed", "prompt-length distribution",
+                                         one_of(*LENGTH_DISTRIBUTIONS))
+    input_len_spread: float = option(0.0, "uniform: range ratio; lognormal: sigma", _nonneg)
+    output_len_distribution: str = option("fixed", "output-length distribution",
+                                          one_of(*LENGTH_DISTRIBUTIONS))
+    output_len_spread: float = option(0.0, "uniform: range ratio; lognormal: sigma", _nonneg)
+    max_concurrency: int | None = option(None, "requests in flight at most (default: unlimited)",
+                                         _pos)
+    request_rate: float = option(math.inf, "requests per second (inf = all at t=0)",
+                                 greater_than(0))
+    burstiness: float = option(1.0, "gamma shape of inter-arrival times (1 = Poisson)",
+                               greater_than(0))
+    ignore_eos: bool = option(True, "generate exactly the output length")
+    temperature: float = option(1.0, "sampling temperature", _nonneg)
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptanceSpec:
+    """Per-position acceptance with sharing off, and how reuse policies change it."""
+
+    per_position: tuple[float, ...] = option((0.8745, 0.6010, 0.3534),
+                                             "acceptance per draft position",
+                                             each(in_range(0, 1)))
+    kind: str = option("marginal", "marginal (vLLM's per-position rates) or conditional",
+                       one_of("marginal", "conditional"))
+    mode: str = option("sampled", "sampled (seeded draws) or expected (no noise)",
+                       one_of("sampled", "expected"))
+    request_sigma: float = option(0.0, "spread of per-request acceptance (logit std)", _nonneg)
+    overlap_agreement: float = option(0.41, "consecutive-step top-k agreement beyond chance",
+                                      in_range(0, 1))
+    overlap_step_exponent: float = option(0.5, "agreement at gap s is agreement ** s**this",
+                                          _nonneg)
+    target_agreement: float = option(0.05, "MTP vs target last-layer top-k agreement",
+                                     in_range(0, 1))
+    critical_entries: float = option(8.0, "kappa in a' = a * (1 - (1 - overlap)**kappa)",
+                                     greater_than(0))
+    policy_rates: dict[str, tuple[float, ...]] = option(
+        {}, "measured per-position rates that replace the model for a policy",
+        each(each(in_range(0, 1))))
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationSpec:
+    """Efficiency factors of the cost model, and the measured row they were fitted on."""
+
+    mem_efficiency: float = option(0.7, "achieved share of HBM bandwidth", unit_interval_open_low)
+    compute_efficiency: float = option(0.5, "achieved share of tensor FLOP/s",
+                                       unit_interval_open_low)
+    comm_efficiency: float = option(0.7, "achieved share of NVLink bandwidth",
+                                    unit_interval_open_low)
+    overhead_ms: float = option(1.0, "fixed host/launch cost of every engine step", _nonneg)
+    eager_overhead_ms: float = option(2.0, "extra cost of a step that runs outside CUDA graphs",
+                                      _nonneg)
+    fit: tuple[str, ...] = option(("mem_efficiency", "compute_efficiency"),
+                                  "factors `mtpsim calibrate` fits", each(one_of(*FITTABLE)))
+    fit_policy: str = option("fresh", "policy of the measured row to fit")
+    fit_metrics: tuple[str, ...] = option(("output_throughput", "median_tpot_ms"),
+                                          "measured metrics the fit matches")
+    measured_source: str = option("", "where the measured rows come from")
+    measured: dict[str, dict[str, float]] = option({}, "policy -> vLLM metric key -> value")
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceSpec:
+    """The reference PyTorch engine (`mtpsim run-real`)."""
+
+    weights: str = option("builtin", "'builtin' or a path to weights")
+    device: str = option("auto", "where it runs", one_of("auto", "cpu", "cuda"))
+    threads: int = option(0, "torch threads (0 = torch's default)", _nonneg)
+
+
+@dataclass(frozen=True, slots=True)
+class VllmSpec:
+    """`vllm serve` as the real-mode runner launches it."""
+
+    extra_args: tuple[str, ...] = option((), "extra command-line arguments")
+    env: dict[str, str] = option({}, "extra environment variables")
+    startup_timeout_s: float = option(1800.0, "how long to wait for the server",
+                                      greater_than(0))
+    port: int = option(0, "server port (0 = a free one)", in_range(0, 65535))
