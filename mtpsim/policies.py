@@ -8,6 +8,10 @@ hooks; the generic draft loop never branches on the policy.
 
 from __future__ import annotations
 
+from typing import Any, Protocol, runtime_checkable
+
+from mtpsim.errors import UserError
+
 # name -> one-line meaning; the order is the report's column order.
 POLICIES: dict[str, str] = {
     "fresh": "the MTP layer runs its indexer at every draft step (sharing off)",
@@ -30,3 +34,97 @@ class SpeculatorHooks:
     def on_multi_step_decode_begin(self, num_reqs: int) -> None: ...
 
     def on_multi_step_decode_end(self, num_reqs: int) -> None: ...
+
+
+@runtime_checkable
+class TopkSharingModel(Protocol):
+    """What a draft model must offer for the policies (checked once, at engine start-up).
+    `set_skip_topk`/`compact_topk_indices` are vLLM's names; the other two serve mtpsim's
+    extra policies. `last_token_indices` is a 1-D integer tensor of step-0 row indices."""
+
+    def set_skip_topk(self, skip: bool) -> None: ...
+
+    def compact_topk_indices(self, last_token_indices: Any) -> None: ...
+
+    def set_append_recent(self, on: bool) -> None: ...
+
+    def set_use_target_topk(self, on: bool) -> None: ...
+
+
+class DraftState(Protocol):
+    """The speculator's input buffers the hooks read: each request's last accepted row in step 0."""
+
+    last_token_indices: Any  # [max_num_reqs], sliced [:num_reqs]
+
+
+class Fresh(SpeculatorHooks):
+    """The MTP indexer runs at every draft step: sharing off, every hook a no-op."""
+
+    def __init__(self, model: TopkSharingModel, state: DraftState) -> None:
+        self.model, self.state = model, state
+
+
+class Share(Fresh):
+    """vLLM 0.33.0 `MTPSpeculator`: steps >= 1 reuse step 0's row of the last accepted token."""
+
+    def on_prefill_begin(self, num_reqs: int) -> None:
+        # Step 0 computes its own top-k. Unconditional, so a step that died midway cannot
+        # leave reuse mode on.
+        self.model.set_skip_topk(False)
+
+    def on_prefill_end(self, num_reqs: int) -> None:
+        # Step 0 wrote one row per query token; without compaction request i would read
+        # request 0's rows (upstream bug #47238).
+        self.model.compact_topk_indices(self.state.last_token_indices[:num_reqs])
+
+    def on_multi_step_decode_begin(self, num_reqs: int) -> None:
+        self.model.set_skip_topk(True)
+
+    def on_multi_step_decode_end(self, num_reqs: int) -> None:
+        self.model.set_skip_topk(False)
+
+
+class ShareRecent(Share):
+    """As `share`, plus the drafted positions p+1..p+s replacing the lowest-ranked entries."""
+
+    def on_multi_step_decode_begin(self, num_reqs: int) -> None:
+        super().on_multi_step_decode_begin(num_reqs)
+        self.model.set_append_recent(True)
+
+    def on_multi_step_decode_end(self, num_reqs: int) -> None:
+        super().on_multi_step_decode_end(num_reqs)
+        self.model.set_append_recent(False)
+
+
+class TargetShare(Share):
+    """Known-bad control: the MTP layer never runs its indexer; step 0 takes the target's
+    last-layer rows and steps >= 1 reuse the one of the last accepted token."""
+
+    def on_prefill_begin(self, num_reqs: int) -> None:
+        super().on_prefill_begin(num_reqs)
+        self.model.set_use_target_topk(True)
+
+    def on_prefill_end(self, num_reqs: int) -> None:
+        super().on_prefill_end(num_reqs)  # compacts the target's rows like its own
+        self.model.set_use_target_topk(False)
+
+
+POLICY_CLASSES: dict[str, type[Fresh]] = {
+    "fresh": Fresh, "share": Share, "share_recent": ShareRecent, "target_share": TargetShare,
+}
+
+
+def check_model(model: object) -> None:
+    """Fail once, at start-up, if `model` lacks a `TopkSharingModel` method."""
+    missing = [m for m in ("set_skip_topk", "compact_topk_indices", "set_append_recent",
+                           "set_use_target_topk") if not callable(getattr(model, m, None))]
+    if missing:
+        raise TypeError(f"{type(model).__name__} is not a TopkSharingModel: missing {missing}")
+
+
+def make_policy(name: str, model: TopkSharingModel, state: DraftState) -> Fresh:
+    """The policy `name` subscribed to `model` (checked) and the speculator's `state`."""
+    if name not in POLICY_CLASSES:
+        raise UserError(None, "policy", f"expected one of {', '.join(POLICY_CLASSES)}, got {name!r}")
+    check_model(model)
+    return POLICY_CLASSES[name](model, state)

@@ -40,9 +40,13 @@ def index_scores(q: Tensor, k: Tensor, w: Tensor, q_pos: Tensor) -> Tensor:
 
 
 def select_topk(scores: Tensor, topk: int) -> Tensor:
-    """scores [B, T, S] -> indices [B, T, topk], best first, -1 where fewer positions exist."""
-    n = min(topk, scores.shape[-1])
-    vals, idx = scores.topk(n, dim=-1, sorted=True)
+    """scores [B, T, S] -> indices [B, T, topk], best first, -1 where fewer positions exist.
+    Ties (relu makes exact zeros common) go to the most recent position, whatever S is, so a
+    query selects the same keys in a k+1-token verify as in a one-token decode."""
+    S = scores.shape[-1]
+    n = min(topk, S)
+    vals, idx = scores.flip(-1).sort(dim=-1, descending=True, stable=True)
+    vals, idx = vals[..., :n], S - 1 - idx[..., :n]
     idx = idx.masked_fill(vals == float("-inf"), -1)
     if n < topk:
         idx = F.pad(idx, (0, topk - n), value=-1)

@@ -1,0 +1,319 @@
+"""Continuous-batching MTP speculative decoding over the reference model, mirroring vLLM MRV2.
+
+API (the OpenAI-compatible server builds on this; all token ids are bytes 0..255, EOS = 0):
+
+    model = mtpsim.engine.weights.load()                   # shipped weights, or load(path)
+    engine = SpecDecodeEngine(model, EngineConfig(num_speculative_tokens=3, index_topk=64,
+                              max_num_seqs=8, max_model_len=4096, policy="share"))
+    engine.add_request("r1", prompt_tokens=[...], max_tokens=64, temperature=1.0,
+                       ignore_eos=False, seed=0)           # ValueError on bad input
+    while engine.has_unfinished():
+        for out in engine.step():                          # list[RequestOutput]
+            out.request_id, out.new_token_ids, out.finished, out.finish_reason  # "length"|"stop"
+    engine.abort_request("r1")
+    engine.stats        # SpecDecodeStats: num_drafts, num_draft_tokens, num_accepted_tokens,
+                        # accepted_per_pos (vLLM's counter definitions)
+    engine.trace_steps  # list of per-step records when EngineConfig(trace=True); mtpsim.trace
+
+`step()` first verifies the running requests' drafts (target over k+1 tokens each, rejection
+sampling, a bonus token when all k are accepted) and proposes new drafts for them; then it
+admits waiting requests into free slots (FCFS, up to `max_num_seqs` live), prefills each
+(chunked), samples its first token and proposes its first drafts. A propose is draft step 0
+(the "draft prefill" over each request's newly verified rows) then steps 1..k-1, bracketed by
+the four vLLM 0.33.0 hooks of the configured policy (`mtpsim.policies`). An EOS token that
+stops a request is included in its `new_token_ids`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from mtpsim.engine.corpus import EOS
+from mtpsim.engine.model import Transformer, _now
+from mtpsim.engine.sampling import rejection_sample, sample
+from mtpsim.policies import make_policy
+
+PHASES = ("prefill", "verify", "draft_prefill", "draft_decode_indexer", "draft_decode_rest",
+          "rejection_sample", "overhead")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    num_speculative_tokens: int = 3
+    index_topk: int = 64
+    max_num_seqs: int = 8
+    max_model_len: int = 4096  # prompt + output tokens per request
+    policy: str = "share"
+    prefill_chunk: int = 256  # rows per target / draft prefill call (bounds the gather memory)
+    trace: bool = False  # shadow-compute fresh top-k at reused steps and keep per-step records
+
+
+@dataclass
+class SpecDecodeStats:
+    """vLLM's `vllm:spec_decode_*` counters."""
+
+    num_drafts: int = 0
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0
+    accepted_per_pos: list[int] = field(default_factory=list)
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.num_accepted_tokens / max(self.num_draft_tokens, 1)
+
+    @property
+    def acceptance_length(self) -> float:
+        return 1 + self.num_accepted_tokens / max(self.num_drafts, 1)
+
+
+@dataclass
+class RequestOutput:
+    request_id: str
+    new_token_ids: list[int]
+    finished: bool
+    finish_reason: str | None = None  # "length" | "stop" | "abort"
+
+
+@dataclass
+class _Request:
+    id: str
+    prompt: list[int]
+    max_tokens: int
+    temperature: float
+    ignore_eos: bool
+    gen: torch.Generator
+    slot: int = -1
+    output: list[int] = field(default_factory=list)
+    drafts: Tensor | None = None  # [k]
+    draft_probs: Tensor | None = None  # [k, V], None when greedy
+    overlap: list[float] = field(default_factory=list)  # per draft step >= 1 of the pending drafts
+
+    @property
+    def tokens(self) -> list[int]:
+        return self.prompt + self.output
+
+
+class SpecDecodeEngine:
+    """MTP speculative decoding with continuous batching; see the module docstring."""
+
+    def __init__(self, model: Transformer, config: EngineConfig, seed: int = 0) -> None:
+        k = config.num_speculative_tokens
+        if k < 1 or config.index_topk < 1 or config.max_num_seqs < 1:
+            raise ValueError("num_speculative_tokens, index_topk and max_num_seqs must be >= 1")
+        self.model, self.cfg, self.k = model, config, k
+        self.device = model.output.weight.device
+        model.setup_caches(config.max_num_seqs, config.max_model_len + k + 1, config.index_topk)
+        model.mtp.shadow = config.trace
+        self.last_token_indices = torch.zeros(config.max_num_seqs, dtype=torch.long, device=self.device)
+        self.policy = make_policy(config.policy, model, self)  # the engine is the DraftState
+        self.free_slots = list(range(config.max_num_seqs))[::-1]
+        self.waiting: deque[_Request] = deque()
+        self.running: list[_Request] = []
+        self.stats = SpecDecodeStats(accepted_per_pos=[0] * k)
+        self.trace_steps: list[dict[str, Any]] = []
+        self._seed, self._n_added, self._n_steps, self._t0 = seed, 0, 0, time.perf_counter()
+
+    # --- public API ---
+    def add_request(self, request_id: str, prompt_tokens: list[int], max_tokens: int,
+                    temperature: float = 1.0, ignore_eos: bool = False,
+                    seed: int | None = None) -> None:
+        vocab = self.model.args.vocab_size
+        if any(r.id == request_id for r in (*self.waiting, *self.running)):
+            raise ValueError(f"request id {request_id!r} is already live")
+        if not prompt_tokens or any(not 0 <= t < vocab for t in prompt_tokens):
+            raise ValueError(f"prompt_tokens must be a non-empty list of ids in [0, {vocab})")
+        if max_tokens < 1 or temperature < 0:
+            raise ValueError("max_tokens must be >= 1 and temperature >= 0")
+        if len(prompt_tokens) + max_tokens > self.cfg.max_model_len:
+            raise ValueError(f"prompt ({len(prompt_tokens)}) + max_tokens ({max_tokens}) exceeds "
+                             f"max_model_len {self.cfg.max_model_len}")
+        gen = torch.Generator(self.device)
+        gen.manual_seed(seed if seed is not None else self._seed * 1_000_003 + self._n_added)
+        self._n_added += 1
+        self.waiting.append(_Request(request_id, list(prompt_tokens), max_tokens, temperature,
+                                     ignore_eos, gen))
+
+    def abort_request(self, request_id: str) -> None:
+        self.waiting = deque(r for r in self.waiting if r.id != request_id)
+        for r in [r for r in self.running if r.id == request_id]:
+            self._free(r)
+
+    def has_unfinished(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    @torch.inference_mode()
+    def step(self) -> list[RequestOutput]:
+        t_step = _now(self.device)
+        times = dict.fromkeys(PHASES, 0.0)
+        calls = [0] * self.k
+        shadow0 = self.model.mtp.shadow_s
+        outs: list[RequestOutput] = []
+        verified = self._verify_and_propose(times, calls, outs) if self.running else []
+        n_new = 0
+        while self.waiting and self.free_slots:
+            self._prefill_and_propose(self.waiting.popleft(), times, calls, outs)
+            n_new += 1
+        shadow = self.model.mtp.shadow_s - shadow0
+        times["overhead"] = max(0.0, _now(self.device) - t_step - sum(times.values()) - shadow)
+        if self.cfg.trace:
+            self.trace_steps.append({
+                "step": self._n_steps, "time_s": round(t_step - self._t0, 6),
+                "num_reqs": len(verified), "num_prefills": n_new,
+                "phases": {p: round(times[p], 7) for p in PHASES}, "shadow_s": round(shadow, 7),
+                "mtp_indexer_calls": calls, "requests": verified})
+        self._n_steps += 1
+        return outs
+
+    # --- phases ---
+    def _verify_and_propose(self, times: dict[str, float], calls: list[int],
+                            outs: list[RequestOutput]) -> list[dict[str, Any]]:
+        reqs, k, dev = self.running, self.k, self.device
+        B = len(reqs)
+        t = _now(dev)
+        last = torch.tensor([r.tokens[-1] for r in reqs], device=dev)
+        drafts = torch.stack([r.drafts for r in reqs])  # type: ignore[misc]  # [B, k]
+        tokens = torch.cat([last[:, None], drafts], dim=1)  # [B, k + 1]
+        start = torch.tensor([len(r.tokens) - 1 for r in reqs], device=dev)
+        pos = start[:, None] + torch.arange(k + 1, device=dev)  # [B, k + 1]
+        slots = torch.tensor([r.slot for r in reqs], device=dev)
+        logits, hidden = self.model(tokens, pos, slots, self.cfg.index_topk)
+        times["verify"] += _now(dev) - t
+
+        t = _now(dev)
+        accepted, bonus = [], []
+        for b, r in enumerate(reqs):
+            n, c = rejection_sample(logits[b], drafts[b], r.draft_probs, r.temperature, r.gen)
+            accepted.append(n)
+            bonus.append(c)
+        times["rejection_sample"] += _now(dev) - t
+
+        records, keep = [], []
+        for b, r in enumerate(reqs):
+            n = accepted[b]
+            self.stats.num_drafts += 1
+            self.stats.num_draft_tokens += k
+            self.stats.num_accepted_tokens += n
+            for i in range(n):
+                self.stats.accepted_per_pos[i] += 1
+            records.append({"id": r.id, "context_len": len(r.tokens), "drafted": k,
+                            "accepted": [int(i < n) for i in range(k)],
+                            "overlap": [round(x, 5) for x in r.overlap]})
+            new = drafts[b, :n].tolist() + [bonus[b]]
+            if self._emit(r, new, outs):
+                keep.append(b)
+        if keep:
+            kb = torch.tensor(keep, device=dev)
+            j = torch.tensor([accepted[b] for b in keep], device=dev)
+            # Step-0 rows: the verified tokens shifted by one; the row of the last accepted
+            # token gets the bonus token, later rows are rejected and rewritten next round.
+            tok0 = torch.cat([drafts[kb], torch.tensor([bonus[b] for b in keep], device=dev)[:, None]], 1)
+            tok0[torch.arange(len(keep), device=dev), j] = tok0[:, -1].clone()
+            self._propose([reqs[b] for b in keep], tok0, hidden[kb], pos[kb], j, times, calls)
+        return records
+
+    def _prefill_and_propose(self, r: _Request, times: dict[str, float], calls: list[int],
+                             outs: list[RequestOutput]) -> None:
+        dev, P = self.device, len(r.prompt)
+        r.slot = self.free_slots.pop()
+        self.running.append(r)
+        t = _now(dev)
+        slots = torch.tensor([r.slot], device=dev)
+        prompt = torch.tensor([r.prompt], device=dev)
+        pos = torch.arange(P, device=dev)[None]
+        hs, logits = [], None
+        for a in range(0, P, self.cfg.prefill_chunk):
+            b = min(P, a + self.cfg.prefill_chunk)
+            logits, h = self.model(prompt[:, a:b], pos[:, a:b], slots, self.cfg.index_topk)
+            hs.append(h)
+        assert logits is not None
+        first = sample(logits[0, -1], r.temperature, r.gen)
+        times["prefill"] += _now(dev) - t
+        if self._emit(r, [first], outs):
+            tok0 = torch.cat([prompt[:, 1:], torch.tensor([[first]], device=dev)], dim=1)
+            self._propose([r], tok0, torch.cat(hs, dim=1), pos, torch.tensor([P - 1], device=dev),
+                          times, calls)
+
+    def _propose(self, reqs: list[_Request], tok0: Tensor, hidden0: Tensor, pos0: Tensor,
+                 last: Tensor, times: dict[str, float], calls: list[int]) -> None:
+        """Draft step 0 over rows tok0/hidden0/pos0 [B, T(, dim)], then steps 1..k-1.
+        last [B]: index of each request's last accepted row within T."""
+        model, mtp, dev, k, topk = self.model, self.model.mtp, self.device, self.k, self.cfg.index_topk
+        B, T = tok0.shape
+        slots = torch.tensor([r.slot for r in reqs], device=dev)
+        rows = torch.arange(B, device=dev)
+        t, c0, s0 = _now(dev), mtp.indexer_calls, mtp.shadow_s
+        self.policy.on_prefill_begin(B)
+        chunk = self.cfg.prefill_chunk if B == 1 else T  # prompts come one request at a time
+        a = 0
+        for a in range(0, T, chunk):
+            logits, h = model.draft(tok0[:, a:a + chunk], hidden0[:, a:a + chunk],
+                                    pos0[:, a:a + chunk], slots, topk)
+        width = logits.shape[1]
+        self.last_token_indices[:B] = rows * width + (last - a)
+        self.policy.on_prefill_end(B)
+        logits, h = logits[rows, last - a], h[rows, last - a]  # [B, V], [B, dim]
+        calls[0] += mtp.indexer_calls - c0
+        times["draft_prefill"] += _now(dev) - t - (mtp.shadow_s - s0)
+
+        drafts, probs, overlaps = [self._sample_drafts(reqs, logits)], [], []
+        probs.append(self._last_probs)
+        if k > 1:
+            self.policy.on_multi_step_decode_begin(B)
+            p = pos0[rows, last]
+            for s in range(1, k):
+                t, c0, s0, i0 = _now(dev), mtp.indexer_calls, mtp.shadow_s, mtp.indexer_s
+                logits, h = model.draft(drafts[-1][:, None], h[:, None], (p + s)[:, None], slots, topk)
+                logits, h = logits[:, 0], h[:, 0]
+                drafts.append(self._sample_drafts(reqs, logits))
+                probs.append(self._last_probs)
+                calls[s] += mtp.indexer_calls - c0
+                idx_s = mtp.indexer_s - i0
+                times["draft_decode_indexer"] += idx_s
+                times["draft_decode_rest"] += _now(dev) - t - (mtp.shadow_s - s0) - idx_s
+                if mtp.last_overlap is not None and self.cfg.trace:
+                    overlaps.append(mtp.last_overlap.tolist())
+            self.policy.on_multi_step_decode_end(B)
+        d = torch.stack(drafts, dim=1)  # [B, k]
+        for b, r in enumerate(reqs):
+            r.drafts = d[b]
+            r.draft_probs = None if probs[0] is None else torch.stack([q[b] for q in probs])  # type: ignore[index]
+            r.overlap = [o[b] for o in overlaps]
+
+    # --- helpers ---
+    def _sample_drafts(self, reqs: list[_Request], logits: Tensor) -> Tensor:
+        """logits [B, V] -> drafts [B]; keeps the draft distributions in self._last_probs."""
+        greedy = all(r.temperature == 0 for r in reqs)
+        if greedy:
+            self._last_probs: Tensor | None = None
+            return logits.argmax(-1)
+        probs = torch.stack([torch.softmax(logits[b] / max(r.temperature, 1e-6), -1)
+                             for b, r in enumerate(reqs)])
+        out = torch.stack([probs[b].argmax() if r.temperature == 0 else
+                           torch.multinomial(probs[b], 1, generator=r.gen)[0]
+                           for b, r in enumerate(reqs)])
+        self._last_probs = probs
+        return out
+
+    def _emit(self, r: _Request, new: list[int], outs: list[RequestOutput]) -> bool:
+        """Append new tokens up to max_tokens / EOS; report them. True when r keeps running."""
+        reason = None
+        room = r.max_tokens - len(r.output)
+        if len(new) >= room:
+            new, reason = new[:room], "length"
+        if not r.ignore_eos and EOS in new:
+            new, reason = new[:new.index(EOS) + 1], "stop"
+        r.output += new
+        outs.append(RequestOutput(r.id, new, reason is not None, reason))
+        if reason is not None:
+            self._free(r)
+        return reason is None
+
+    def _free(self, r: _Request) -> None:
+        self.running.remove(r)
+        self.free_slots.append(r.slot)
