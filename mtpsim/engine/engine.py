@@ -11,9 +11,9 @@ API (the OpenAI-compatible server builds on this; all token ids are bytes 0..255
         for out in engine.step():                          # list[RequestOutput]
             out.request_id, out.new_token_ids, out.finished, out.finish_reason  # "length"|"stop"
     engine.abort_request("r1")
-    engine.stats        # SpecDecodeStats: num_drafts, num_draft_tokens, num_accepted_tokens,
-                        # accepted_per_pos (vLLM's counter definitions)
-    engine.trace_steps  # list of per-step records when EngineConfig(trace=True); mtpsim.trace
+    engine.stats        # mtpsim.metrics.SpecDecodeCounters: num_drafts, num_draft_tokens,
+                        # num_accepted_tokens, accepted_per_pos (vLLM's counter definitions)
+    engine.trace        # mtpsim.trace.Trace; steps are recorded when EngineConfig(trace=True)
 
 `step()` first verifies the running requests' drafts (target over k+1 tokens each, rejection
 sampling, a bonus token when all k are accepted) and proposes new drafts for them; then it
@@ -29,7 +29,6 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -37,10 +36,10 @@ from torch import Tensor
 from mtpsim.engine.corpus import EOS
 from mtpsim.engine.model import Transformer, _now
 from mtpsim.engine.sampling import rejection_sample, sample
+from mtpsim.metrics import SpecDecodeCounters
 from mtpsim.policies import make_policy
-
-PHASES = ("prefill", "verify", "draft_prefill", "draft_decode_indexer", "draft_decode_rest",
-          "rejection_sample", "overhead")
+from mtpsim.result import PHASES
+from mtpsim.trace import Trace, TraceRequest, TraceStep
 
 
 @dataclass(frozen=True)
@@ -55,29 +54,12 @@ class EngineConfig:
 
 
 @dataclass
-class SpecDecodeStats:
-    """vLLM's `vllm:spec_decode_*` counters."""
-
-    num_drafts: int = 0
-    num_draft_tokens: int = 0
-    num_accepted_tokens: int = 0
-    accepted_per_pos: list[int] = field(default_factory=list)
-
-    @property
-    def acceptance_rate(self) -> float:
-        return self.num_accepted_tokens / max(self.num_draft_tokens, 1)
-
-    @property
-    def acceptance_length(self) -> float:
-        return 1 + self.num_accepted_tokens / max(self.num_drafts, 1)
-
-
-@dataclass
 class RequestOutput:
     request_id: str
     new_token_ids: list[int]
     finished: bool
-    finish_reason: str | None = None  # "length" | "stop" | "abort"
+    finish_reason: str | None = None  # "length" | "stop"
+    counters: SpecDecodeCounters | None = None  # this request's spec-decode counters, once finished
 
 
 @dataclass
@@ -93,6 +75,7 @@ class _Request:
     drafts: Tensor | None = None  # [k]
     draft_probs: Tensor | None = None  # [k, V], None when greedy
     overlap: list[float] = field(default_factory=list)  # per draft step >= 1 of the pending drafts
+    counters: SpecDecodeCounters = field(default_factory=SpecDecodeCounters)
 
     @property
     def tokens(self) -> list[int]:
@@ -115,8 +98,12 @@ class SpecDecodeEngine:
         self.free_slots = list(range(config.max_num_seqs))[::-1]
         self.waiting: deque[_Request] = deque()
         self.running: list[_Request] = []
-        self.stats = SpecDecodeStats(accepted_per_pos=[0] * k)
-        self.trace_steps: list[dict[str, Any]] = []
+        self.stats = SpecDecodeCounters(accepted_per_pos=[0] * k)
+        self.trace = Trace("reference", config.policy, k, config.index_topk,
+                           meta={"model": model.args.to_dict(), "device": str(self.device),
+                                 "dtype": str(model.output.weight.dtype).removeprefix("torch."),
+                                 "threads": torch.get_num_threads(),
+                                 "max_num_seqs": config.max_num_seqs})
         self._seed, self._n_added, self._n_steps, self._t0 = seed, 0, 0, time.perf_counter()
 
     # --- public API ---
@@ -162,19 +149,16 @@ class SpecDecodeEngine:
         shadow = self.model.mtp.shadow_s - shadow0
         times["overhead"] = max(0.0, _now(self.device) - t_step - sum(times.values()) - shadow)
         if self.cfg.trace:
-            self.trace_steps.append({
-                "step": self._n_steps, "time_s": round(t_step - self._t0, 6),
-                "num_reqs": len(verified), "num_prefills": n_new,
-                "phases": {p: round(times[p], 7) for p in PHASES}, "shadow_s": round(shadow, 7),
-                "mtp_indexer_calls": calls, "requests": verified})
+            self.trace.steps.append(TraceStep(
+                self._n_steps, round(t_step - self._t0, 6), len(verified), n_new,
+                {p: round(times[p], 7) for p in PHASES}, round(shadow, 7), calls, verified))
         self._n_steps += 1
         return outs
 
     # --- phases ---
     def _verify_and_propose(self, times: dict[str, float], calls: list[int],
-                            outs: list[RequestOutput]) -> list[dict[str, Any]]:
+                            outs: list[RequestOutput]) -> list[TraceRequest]:
         reqs, k, dev = self.running, self.k, self.device
-        B = len(reqs)
         t = _now(dev)
         last = torch.tensor([r.tokens[-1] for r in reqs], device=dev)
         drafts = torch.stack([r.drafts for r in reqs])  # type: ignore[misc]  # [B, k]
@@ -196,14 +180,10 @@ class SpecDecodeEngine:
         records, keep = [], []
         for b, r in enumerate(reqs):
             n = accepted[b]
-            self.stats.num_drafts += 1
-            self.stats.num_draft_tokens += k
-            self.stats.num_accepted_tokens += n
-            for i in range(n):
-                self.stats.accepted_per_pos[i] += 1
-            records.append({"id": r.id, "context_len": len(r.tokens), "drafted": k,
-                            "accepted": [int(i < n) for i in range(k)],
-                            "overlap": [round(x, 5) for x in r.overlap]})
+            self.stats.add(k, n)
+            r.counters.add(k, n)
+            records.append(TraceRequest(r.id, len(r.tokens), k, [int(i < n) for i in range(k)],
+                                        [round(x, 5) for x in r.overlap]))
             new = drafts[b, :n].tolist() + [bonus[b]]
             if self._emit(r, new, outs):
                 keep.append(b)
@@ -309,7 +289,8 @@ class SpecDecodeEngine:
         if not r.ignore_eos and EOS in new:
             new, reason = new[:new.index(EOS) + 1], "stop"
         r.output += new
-        outs.append(RequestOutput(r.id, new, reason is not None, reason))
+        outs.append(RequestOutput(r.id, new, reason is not None, reason,
+                                  r.counters if reason is not None else None))
         if reason is not None:
             self._free(r)
         return reason is None

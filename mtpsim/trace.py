@@ -1,0 +1,170 @@
+"""The Trace: what a real run records for the simulator (format `mtpsim-trace`, version 1).
+
+JSON Lines, UTF-8, written atomically; see docs/trace-format.md. Line 1 is the header:
+
+    {"format": "mtpsim-trace", "version": 1, "engine": "reference", "policy": "share",
+     "num_speculative_tokens": 3, "index_topk": 64, "phases": [...], "meta": {...}}
+
+Every further line is one engine step (a batch: verification of the running requests' drafts
+and/or prefills of new ones), with batch-level phase timings in seconds and one record per
+verified request:
+
+    {"step": 7, "time_s": 1.25, "num_reqs": 4, "num_prefills": 0,
+     "phases": {"prefill": 0.0, "verify": 0.031, ...}, "shadow_s": 0.002,
+     "mtp_indexer_calls": [1, 0, 0],
+     "requests": [{"id": "r3", "context_len": 1290, "drafted": 3, "accepted": [1, 1, 0],
+                   "overlap": [0.95, 0.91]}]}
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtpsim.errors import TraceError
+from mtpsim.fileio import atomic_write_text
+from mtpsim.result import PHASES
+
+FORMAT = "mtpsim-trace"
+VERSION = 1
+
+
+@dataclass(slots=True)
+class TraceRequest:
+    """One request's verification in a step. `accepted[i]` is 1 when drafts 0..i were all
+    accepted (vLLM's marginal per-position counting); `overlap[s-1]` is, for draft step s >= 1
+    that produced these drafts, |used top-k ∩ fresh top-k| / |fresh top-k| of the MTP layer."""
+
+    id: str
+    context_len: int  # tokens in context before this verification (prompt + output so far)
+    drafted: int
+    accepted: list[int]
+    overlap: list[float] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TraceStep:
+    step: int
+    time_s: float  # step start, seconds from the engine's start
+    num_reqs: int  # requests verified in this step
+    num_prefills: int  # requests admitted and prefilled in this step
+    phases: dict[str, float]  # PHASES -> seconds (shadow computation excluded)
+    shadow_s: float  # off-the-clock fresh top-k computed for the overlap figures
+    mtp_indexer_calls: list[int]  # MTP indexer invocations per draft step 0..k-1
+    requests: list[TraceRequest]
+
+
+@dataclass(slots=True)
+class Trace:
+    engine: str
+    policy: str
+    num_speculative_tokens: int
+    index_topk: int
+    steps: list[TraceStep] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)  # model config, device, threads, seed...
+
+    def header(self) -> dict[str, Any]:
+        return {"format": FORMAT, "version": VERSION, "engine": self.engine, "policy": self.policy,
+                "num_speculative_tokens": self.num_speculative_tokens,
+                "index_topk": self.index_topk, "phases": list(PHASES), "meta": self.meta}
+
+    def write(self, path: str | Path) -> None:
+        lines = [json.dumps(self.header())] + [json.dumps(asdict(s)) for s in self.steps]
+        atomic_write_text(path, "\n".join(lines) + "\n")
+
+    def accepted_per_pos(self) -> list[int]:
+        out = [0] * self.num_speculative_tokens
+        for s in self.steps:
+            for r in s.requests:
+                for i, a in enumerate(r.accepted[:len(out)]):
+                    out[i] += a
+        return out
+
+    def mean_overlap(self) -> list[float | None]:
+        """Mean overlap per draft step 1..k-1 over all verified requests (None: no data)."""
+        sums, counts = [0.0] * (self.num_speculative_tokens - 1), [0] * (self.num_speculative_tokens - 1)
+        for s in self.steps:
+            for r in s.requests:
+                for i, o in enumerate(r.overlap[:len(sums)]):
+                    sums[i] += o
+                    counts[i] += 1
+        return [x / n if n else None for x, n in zip(sums, counts, strict=True)]
+
+    def phase_totals(self) -> dict[str, float]:
+        return {p: sum(s.phases.get(p, 0.0) for s in self.steps) for p in PHASES}
+
+
+def _get(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str,
+         source: Path) -> Any:
+    v = obj.get(key)
+    if not isinstance(v, kind) or isinstance(v, bool):
+        name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise TraceError(source, f"{where}: {key}", f"expected {name}, got {v!r}")
+    return v
+
+
+def _numbers(v: list[Any], key: str, where: str, source: Path) -> list[Any]:
+    if any(not isinstance(x, int | float) or isinstance(x, bool) for x in v):
+        raise TraceError(source, f"{where}: {key}", "expected a list of numbers")
+    return v
+
+
+def _step(obj: Any, where: str, source: Path) -> TraceStep:
+    if not isinstance(obj, dict):
+        raise TraceError(source, where, "expected a JSON object (one engine step)")
+    phases = _get(obj, "phases", dict, where, source)
+    if set(phases) != set(PHASES) or any(not isinstance(v, int | float) for v in phases.values()):
+        raise TraceError(source, f"{where}: phases", f"expected seconds for {', '.join(PHASES)}")
+    reqs = []
+    for r in _get(obj, "requests", list, where, source):
+        if not isinstance(r, dict):
+            raise TraceError(source, f"{where}: requests", "expected objects")
+        reqs.append(TraceRequest(
+            id=str(_get(r, "id", str, where, source)),
+            context_len=_get(r, "context_len", int, where, source),
+            drafted=_get(r, "drafted", int, where, source),
+            accepted=_numbers(_get(r, "accepted", list, where, source), "accepted", where, source),
+            overlap=_numbers(_get(r, "overlap", list, where, source), "overlap", where, source)))
+    return TraceStep(
+        step=_get(obj, "step", int, where, source),
+        time_s=float(_get(obj, "time_s", (int, float), where, source)),
+        num_reqs=_get(obj, "num_reqs", int, where, source),
+        num_prefills=_get(obj, "num_prefills", int, where, source),
+        phases={p: float(phases[p]) for p in PHASES},
+        shadow_s=float(_get(obj, "shadow_s", (int, float), where, source)),
+        mtp_indexer_calls=_numbers(_get(obj, "mtp_indexer_calls", list, where, source),
+                                   "mtp_indexer_calls", where, source),
+        requests=reqs)
+
+
+def read_trace(path: str | Path) -> Trace:
+    """Read and validate a trace; any problem -> TraceError naming the file and line."""
+    source = Path(path)
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise TraceError(source, None, "file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise TraceError(source, None, f"cannot read a UTF-8 text file ({e})") from None
+    objs = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            objs.append((n, json.loads(line)))
+        except json.JSONDecodeError:
+            raise TraceError(source, f"line {n}", "expected one JSON object per line") from None
+    if not objs or not isinstance(objs[0][1], dict) or objs[0][1].get("format") != FORMAT:
+        raise TraceError(source, "line 1", f"expected a header with \"format\": \"{FORMAT}\"")
+    head = objs[0][1]
+    if head.get("version") != VERSION:
+        raise TraceError(source, "line 1: version", f"expected {VERSION}, got {head.get('version')!r}")
+    trace = Trace(engine=str(_get(head, "engine", str, "line 1", source)),
+                  policy=str(_get(head, "policy", str, "line 1", source)),
+                  num_speculative_tokens=_get(head, "num_speculative_tokens", int, "line 1", source),
+                  index_topk=_get(head, "index_topk", int, "line 1", source),
+                  meta=dict(head.get("meta") or {}))
+    trace.steps = [_step(obj, f"line {n}", source) for n, obj in objs[1:]]
+    return trace
