@@ -32,6 +32,8 @@ app = typer.Typer(
 
 # (command name, "module:function"). One line per command; the module owns its help text.
 COMMANDS: list[tuple[str, str]] = [
+    ("simulate", "mtpsim.commands.simulate:simulate"),
+    ("calibrate", "mtpsim.commands.calibrate:calibrate"),
     ("compare", "mtpsim.commands.compare:compare"),
 ]
 

@@ -259,9 +259,9 @@ def _check_across_sections(exp: Experiment, source: str,
         if row is None:
             raise SpecError(source, "calibration.fit_policy", "expected a policy with a row in "
                             f"calibration.measured ({', '.join(c.measured)}), got {c.fit_policy!r}")
-        missing = [mk for mk in c.fit_metrics if mk not in row]
+        missing = [mk for mk in c.fit_metrics if not isinstance(row.get(mk), float)]
         if missing:
-            raise SpecError(source, "calibration.fit_metrics", f"expected metrics present in "
+            raise SpecError(source, "calibration.fit_metrics", f"expected numbers present in "
                             f"calibration.measured.{c.fit_policy}; missing {', '.join(missing)}")
         if len(c.fit) > len(c.fit_metrics):
             raise SpecError(source, "calibration.fit", f"expected at most as many factors as "

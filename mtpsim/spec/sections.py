@@ -162,7 +162,8 @@ class CalibrationSpec:
     fit_metrics: tuple[str, ...] = option(("output_throughput", "median_tpot_ms"),
                                           "measured metrics the fit matches")
     measured_source: str = option("", "where the measured rows come from")
-    measured: dict[str, dict[str, float]] = option({}, "policy -> vLLM metric key -> value")
+    measured: dict[str, dict[str, float | tuple[float, ...]]] = option(
+        {}, "policy -> vLLM bench key -> measured value")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,66 @@
+"""`mtpsim calibrate`: fit the cost model's efficiency factors to a measured row."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from mtpsim.errors import SpecError
+from mtpsim.fileio import atomic_write_text
+
+console = Console()
+
+
+def write_factors(path: Path, factors: dict[str, float]) -> None:
+    """Set `factors` in the [calibration] table of the TOML at `path`, keeping everything else."""
+    text = path.read_text(encoding="utf-8")
+    m = re.search(r"(?m)^\[calibration\][ \t]*(#.*)?$", text)
+    if m is None:
+        raise SpecError(path, "calibration", "expected a [calibration] table to write into")
+    nxt = re.search(r"(?m)^\[", text[m.end():])
+    end = m.end() + (nxt.start() if nxt else len(text) - m.end())
+    body = text[m.end():end]
+    for name, value in factors.items():
+        line = f"{name} = {value:.6g}"
+        pat = re.compile(rf"(?m)^{re.escape(name)}[ \t]*=[^\n#]*")
+        body = pat.sub(line, body, count=1) if pat.search(body) else "\n" + line + body
+    atomic_write_text(path, text[:m.end()] + body + text[end:])
+
+
+def calibrate(
+    experiment: Annotated[Path, typer.Argument(help="Experiment TOML with [calibration.measured].")],
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="Override a spec field: section.key=value (repeatable).")] = None,
+    write: Annotated[bool, typer.Option(
+        "--write", help="Store the fitted factors in the experiment's [calibration] table.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Fit the factors named in [b][calibration] fit[/b] so that the simulated
+    [b]fit_metrics[/b] of [b]fit_policy[/b] match [b][calibration.measured.<policy>][/b]
+    (scipy least squares on relative errors), and report the fit.
+
+    Example: [cyan]mtpsim calibrate experiments/pr47352.toml --write[/cyan]
+    """
+    from mtpsim.report import fit_table
+    from mtpsim.sim.calibrate import calibrate as fit_factors
+    from mtpsim.spec import load_experiment
+
+    fit = fit_factors(load_experiment(experiment, list(set_ or [])))
+    if write:
+        write_factors(experiment, fit.after)
+    if as_json:
+        typer.echo(json.dumps({"before": fit.before, "after": fit.after, "measured": fit.measured,
+                               "simulated": fit.simulated, "evaluations": fit.evaluations,
+                               "success": fit.success, "message": fit.message}, indent=2))
+        return
+    console.print(fit_table(fit.before, fit.after, fit.measured, fit.simulated))
+    console.print(f"{fit.evaluations} simulations; {fit.message}", highlight=False)
+    console.print("[calibration]\n" + "\n".join(f"{k} = {v:.6g}" for k, v in fit.after.items()),
+                  highlight=False, markup=False)
+    if write:
+        console.print(f"wrote the fitted factors to {experiment}", highlight=False)

@@ -1,0 +1,161 @@
+"""Table builders; printing happens in the commands."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from rich.table import Table
+
+from mtpsim.result import PHASES, Result
+
+# (label, key, kind): kind "rel" -> delta in %, "pp" -> percentage points, "abs" -> difference
+PR_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("Request throughput (req/s)", "request_throughput", "rel"),
+    ("Output token throughput (tok/s)", "output_throughput", "rel"),
+    ("Total token throughput (tok/s)", "total_token_throughput", "rel"),
+    ("Median TTFT (ms)", "median_ttft_ms", "rel"),
+    ("P90 TTFT (ms)", "p90_ttft_ms", "rel"),
+    ("Median TPOT (ms)", "median_tpot_ms", "rel"),
+    ("P90 TPOT (ms)", "p90_tpot_ms", "rel"),
+    ("Median ITL (ms)", "median_itl_ms", "rel"),
+    ("P90 ITL (ms)", "p90_itl_ms", "rel"),
+    ("Median E2EL (ms)", "median_e2el_ms", "rel"),
+    ("P90 E2EL (ms)", "p90_e2el_ms", "rel"),
+    ("Acceptance rate (%)", "spec_decode_acceptance_rate", "pp"),
+    ("Acceptance length", "spec_decode_acceptance_length", "abs"),
+    ("Drafts", "spec_decode_num_drafts", "rel"),
+    ("Draft tokens", "spec_decode_draft_tokens", "rel"),
+    ("Accepted tokens", "spec_decode_accepted_tokens", "rel"),
+)
+
+
+def _value(res: Result, key: str) -> float:
+    if key.startswith("pos"):
+        rates = res.get("spec_decode_per_position_acceptance_rates") or []
+        i = int(key[3:])
+        return 100.0 * rates[i] if i < len(rates) else math.nan
+    v = res.get(key)
+    return float(v) if isinstance(v, int | float) else math.nan
+
+
+def _rows(results: Mapping[str, Result]) -> list[tuple[str, str, str]]:
+    npos = max((len(r.get("spec_decode_per_position_acceptance_rates") or [])
+                for r in results.values()), default=0)
+    return [*PR_ROWS, *[(f"Pos {i} (%)", f"pos{i}", "pp") for i in range(npos)]]
+
+
+def _fmt(x: float, key: str) -> str:
+    if math.isnan(x):
+        return "-"
+    if key.startswith("spec_decode_num") or key.endswith(("_tokens", "draft_tokens")):
+        return f"{x:,.0f}"
+    if key == "spec_decode_acceptance_length":
+        return f"{x:.3f}"
+    return f"{x:,.2f}"
+
+
+def _delta(a: float, b: float, kind: str) -> str:
+    if math.isnan(a) or math.isnan(b):
+        return "-"
+    if kind == "pp":
+        return f"{b - a:+.2f} pp"
+    if kind == "abs":
+        return f"{b - a:+.3f}"
+    return f"{100.0 * (b - a) / a:+.2f} %" if a else "-"
+
+
+def pr_table(results: Mapping[str, Result], title: str = "") -> Table:
+    """Metric rows, one column per policy, one delta column per policy against the first."""
+    names = list(results)
+    base = names[0]
+    t = Table(title=title or None, title_justify="left")
+    t.add_column("Metric")
+    for n in names:
+        t.add_column(n, justify="right")
+    for n in names[1:]:
+        t.add_column(f"Δ {n} vs {base}", justify="right")
+    for label, key, kind in _rows(results):
+        vals = [_value(results[n], key) for n in names]
+        t.add_row(label, *[_fmt(v, key) for v in vals],
+                  *[_delta(vals[0], v, kind) for v in vals[1:]])
+    return t
+
+
+def phase_table(results: Mapping[str, Result]) -> Table:
+    """Mean time per engine step of each phase (ms), per policy, and the saving against the first."""
+    names = list(results)
+    base = names[0]
+    t = Table(title="Mean step time per phase (ms per engine step)", title_justify="left")
+    t.add_column("Phase")
+    for n in names:
+        t.add_column(n, justify="right")
+    for n in names[1:]:
+        t.add_column(f"Δ {n} vs {base} (µs)", justify="right")
+    rows = [(p, [results[n].phases.get(p, math.nan) for n in names]) for p in PHASES]
+    rows.append(("total", [sum(results[n].phases.get(p, 0.0) for p in PHASES) for n in names]))
+    for phase, vals in rows:
+        t.add_row(phase, *[f"{1e3 * v:.3f}" for v in vals],
+                  *[f"{1e6 * (v - vals[0]):+.1f}" for v in vals[1:]])
+    return t
+
+
+def step_total_ms(res: Result) -> float:
+    return 1e3 * sum(res.phases.get(p, 0.0) for p in PHASES)
+
+
+def summary_lines(results: Mapping[str, Result]) -> list[str]:
+    """One sentence per non-baseline policy: throughput change and time saved per step."""
+    names = list(results)
+    a = results[names[0]]
+    out = []
+    for n in names[1:]:
+        b = results[n]
+        thr = 100.0 * (b.get("output_throughput") / a.get("output_throughput") - 1.0)
+        saved = 1e3 * (step_total_ms(a) - step_total_ms(b))
+        idx = 1e6 * (a.phases.get("draft_decode_indexer", 0.0)
+                     - b.phases.get("draft_decode_indexer", 0.0))
+        dlen = b.get("spec_decode_acceptance_length") - a.get("spec_decode_acceptance_length")
+        out.append(f"{n} vs {names[0]}: output throughput {thr:+.2f} %; step time "
+                   f"{-saved:+.1f} µs per engine step ({-100 * saved / 1e3 / step_total_ms(a):+.2f} %"
+                   f", draft indexer {-idx:+.1f} µs); acceptance length {dlen:+.4f}")
+    return out
+
+
+def measured_table(results: Mapping[str, Result], measured: Mapping[str, Mapping[str, Any]],
+                   fitted: tuple[str, ...] = (), fit_policy: str = "") -> Table:
+    """Simulated against measured rows for each policy that has both (* = fitted)."""
+    t = Table(title="Simulated vs measured (* = fitted by calibration)", title_justify="left")
+    t.add_column("Metric")
+    pols = [p for p in results if p in measured]
+    for p in pols:
+        t.add_column(f"{p} sim", justify="right")
+        t.add_column(f"{p} measured", justify="right")
+        t.add_column(f"{p} error", justify="right")
+    real = {p: Result(mode="vllm-bench", policy=p, metrics=dict(measured[p])) for p in pols}
+    for label, key, kind in _rows(results):
+        if not any(not math.isnan(_value(real[p], key)) for p in pols):
+            continue
+        cells = []
+        for p in pols:
+            s, m = _value(results[p], key), _value(real[p], key)
+            star = "*" if p == fit_policy and key in fitted else ""
+            err = _delta(m, s, kind)
+            cells += [_fmt(s, key), _fmt(m, key) + star, err]
+        t.add_row(label, *cells)
+    return t
+
+
+def fit_table(before: Mapping[str, float], after: Mapping[str, float],
+              measured: Mapping[str, float], simulated: Mapping[str, float]) -> Table:
+    t = Table(title="Calibration fit", title_justify="left")
+    t.add_column("Quantity")
+    t.add_column("Before / measured", justify="right")
+    t.add_column("After / simulated", justify="right")
+    t.add_column("Error", justify="right")
+    for n in after:
+        t.add_row(n, f"{before[n]:.4g}", f"{after[n]:.4g}", "")
+    for m, v in measured.items():
+        t.add_row(m, f"{v:.4g}", f"{simulated[m]:.4g}", f"{100 * (simulated[m] / v - 1):+.2f} %")
+    return t
