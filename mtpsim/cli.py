@@ -35,6 +35,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("simulate", "mtpsim.commands.simulate:simulate"),
     ("calibrate", "mtpsim.commands.calibrate:calibrate"),
     ("compare", "mtpsim.commands.compare:compare"),
+    ("run-real", "mtpsim.commands.run_real:run_real"),
 ]
 
 

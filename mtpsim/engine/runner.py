@@ -1,0 +1,158 @@
+"""Run an experiment's workload on the reference engine, one policy at a time -> Result + Trace.
+
+Workload as `vllm bench serve` would send it: prompts cut from the held-out corpus at seeded
+offsets (the same prompts, lengths, arrival times and per-request seeds for every policy, so
+policies are compared on common random numbers), at most `max_concurrency` requests in flight
+(the engine's batch of live requests), `request_rate` arrivals (inf: all at t = 0).
+Timestamps run on a clock that excludes the trace's off-the-clock shadow top-k computation.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from mtpsim.engine import weights
+from mtpsim.engine.corpus import joined
+from mtpsim.engine.engine import EngineConfig, SpecDecodeEngine
+from mtpsim.errors import SpecError
+from mtpsim.metrics import RequestRecord
+from mtpsim.result import PHASES, Result
+from mtpsim.sim.entities import draw_lengths, intended_send_times
+from mtpsim.spec import Experiment
+from mtpsim.trace import Trace
+
+Progress = Callable[[int, int], None]  # (finished requests, total)
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "cuda" and not torch.cuda.is_available():
+        raise SpecError(None, "reference.device", "expected a CUDA device, but torch sees none")
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)
+
+
+def weights_path(exp: Experiment) -> Path:
+    raw = exp.reference.weights
+    path = weights.BUILTIN if raw == "builtin" else Path(raw).expanduser()
+    if not path.is_file() or not weights.sidecar(path).is_file():
+        raise SpecError(exp.source, "reference.weights",
+                        f"expected 'builtin' or a .safetensors file with its .json sidecar, got {raw!r}")
+    return path
+
+
+def workload(exp: Experiment) -> tuple[list[list[int]], list[int], np.ndarray]:
+    """(prompts, output lengths, send times): seeded, identical for every policy."""
+    w = exp.workload
+    rng = np.random.default_rng(exp.seed)
+    in_len = draw_lengths(rng, w.num_prompts, w.input_len, w.input_len_distribution, w.input_len_spread)
+    out_len = draw_lengths(rng, w.num_prompts, w.output_len, w.output_len_distribution,
+                           w.output_len_spread)
+    send = intended_send_times(rng, w)
+    held = joined(held_out=True)
+    if int(in_len.max()) >= len(held):
+        raise SpecError(exp.source, "workload.input_len", f"expected at most {len(held) - 1} "
+                        "tokens (the held-out corpus size)")
+    starts = rng.integers(0, len(held) - in_len + 1)
+    prompts = [list(held[s:s + n]) for s, n in zip(starts.tolist(), in_len.tolist(), strict=True)]
+    return prompts, [int(x) for x in out_len], send
+
+
+def run_policy(exp: Experiment, policy: str,
+               progress: Progress | None = None) -> tuple[Result, Trace]:
+    """Serve the experiment's workload with `policy` on the reference engine."""
+    ref, w = exp.reference, exp.workload
+    if ref.threads > 0:
+        torch.set_num_threads(ref.threads)
+    device = resolve_device(ref.device)
+    path = weights_path(exp)
+    model = weights.load(path, device=device)
+    prompts, out_lens, send = workload(exp)
+    n = len(prompts)
+    conc = min(w.max_concurrency or n, exp.engine.max_num_seqs, n)
+    topk = exp.speculative.index_topk or model.args.index_topk
+    max_len = max(len(p) + o for p, o in zip(prompts, out_lens, strict=True))
+    if max_len + exp.k + 1 > model.args.max_seq_len:
+        raise SpecError(exp.source, "workload", f"prompt + output ({max_len}) exceeds the reference "
+                        f"model's {model.args.max_seq_len - exp.k - 1} positions")
+    cfg = EngineConfig(num_speculative_tokens=exp.k, index_topk=topk, max_num_seqs=conc,
+                       max_model_len=max_len, policy=policy, trace=True)
+    engine = SpecDecodeEngine(model, cfg, seed=exp.seed)
+    mtp = model.mtp
+
+    t0 = time.perf_counter()
+
+    def clock() -> float:
+        return time.perf_counter() - t0 - mtp.shadow_s
+
+    arrival = [math.nan] * n
+    first = [math.nan] * n
+    finish = [math.nan] * n
+    last_chunk = [math.nan] * n
+    itl: list[list[float]] = [[] for _ in range(n)]
+    n_out = [0] * n
+    counters: list = [None] * n
+    nxt, in_flight, done = 0, 0, 0
+    while done < n:
+        now = clock()
+        while nxt < n and send[nxt] <= now and in_flight < conc:
+            engine.add_request(str(nxt), prompts[nxt], out_lens[nxt], w.temperature, w.ignore_eos,
+                               seed=exp.seed * 1_000_003 + nxt)
+            arrival[nxt] = max(float(send[nxt]), 0.0) if math.isfinite(w.request_rate) else now
+            nxt, in_flight = nxt + 1, in_flight + 1
+        if not engine.has_unfinished():
+            time.sleep(max(0.0, float(send[nxt]) - clock()))
+            continue
+        outs = engine.step()
+        now = clock()
+        for o in outs:
+            i = int(o.request_id)
+            if o.new_token_ids:
+                if math.isnan(first[i]):
+                    first[i] = now
+                else:
+                    itl[i].append(now - last_chunk[i])
+                last_chunk[i] = now
+                n_out[i] += len(o.new_token_ids)
+            if o.finished:
+                finish[i], counters[i] = now, o.counters
+                in_flight, done = in_flight - 1, done + 1
+                if progress is not None:
+                    progress(done, n)
+    duration = clock()
+
+    records = []
+    for i in range(n):
+        c = counters[i]
+        records.append(RequestRecord(
+            request_id=str(i), input_len=len(prompts[i]), output_len=n_out[i],
+            arrival_s=arrival[i], first_token_s=first[i], finish_s=finish[i],
+            itl_s=itl[i], itl_count=[1] * len(itl[i]), num_drafts=c.num_drafts,
+            num_draft_tokens=c.num_draft_tokens, num_accepted_tokens=c.num_accepted_tokens,
+            accepted_per_pos=list(c.accepted_per_pos)))
+    tr = engine.trace
+    tr.meta.update({"experiment": exp.source, "seed": exp.seed, "weights": str(path)})
+    steps = max(len(tr.steps), 1)
+    totals = tr.phase_totals()
+    draft_decode = totals["draft_decode_indexer"] + totals["draft_decode_rest"]
+    draft = totals["draft_prefill"] + draft_decode
+    calls = [sum(s.mtp_indexer_calls[i] for s in tr.steps) for i in range(exp.k)]
+    result = Result.from_requests(
+        mode="reference", policy=policy, requests=records, duration_s=duration,
+        counters=engine.stats, seed=exp.seed, experiment=exp.source, spec=exp.to_dict(),
+        phases={p: totals[p] / steps for p in PHASES},
+        extra={"engine": "reference", "device": str(device), "threads": torch.get_num_threads(),
+               "weights": str(path), "index_topk": topk, "max_num_seqs": conc,
+               "num_steps": len(tr.steps), "phases_total_s": totals,
+               "shadow_s": mtp.shadow_s, "mtp_indexer_calls_per_step": calls,
+               "mean_overlap_per_step": tr.mean_overlap(),
+               "indexer_share_of_draft_decode": totals["draft_decode_indexer"] / draft_decode
+               if draft_decode else None,
+               "draft_share_of_step": draft / max(sum(totals.values()), 1e-12)})
+    return result, tr
