@@ -117,6 +117,17 @@ class WorkloadSpec:
                                greater_than(0))
     ignore_eos: bool = option(True, "generate exactly the output length")
     temperature: float = option(1.0, "sampling temperature", _nonneg)
+    # Real mode only (the benchmark client against a server):
+    dataset: str = option("random", "random token ids, or speed-bench (local files)",
+                          one_of("random", "speed-bench"))
+    dataset_path: str = option("", "speed-bench: folder holding <dataset_subset>.jsonl")
+    dataset_subset: str = option("throughput_16k", "speed-bench: the subset file's name")
+    category: str = option("", "speed-bench: only rows of this category ('' = all)")
+    max_input_len: int = option(0, "speed-bench: cut prompts to this many tokens (0 = no cut)",
+                                _nonneg)
+    backend: str = option("openai-chat", "endpoint: openai (completions) or openai-chat",
+                          one_of("openai", "openai-chat"))
+    num_warmups: int = option(0, "warm-up requests before the measured run", _nonneg)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,3 +195,8 @@ class VllmSpec:
     startup_timeout_s: float = option(1800.0, "how long to wait for the server",
                                       greater_than(0))
     port: int = option(0, "server port (0 = a free one)", in_range(0, 65535))
+    compilation_mode: int = option(0, "torch.compile mode in --compilation-config (0 = off)",
+                                   in_range(0, 3))
+    enable_prefix_caching: bool = option(False, "prefix caching (off in the PR's benchmark)")
+    stop_timeout_s: float = option(30.0, "SIGTERM-to-SIGKILL grace when stopping the server",
+                                   greater_than(0))
