@@ -215,9 +215,11 @@ def _check_across_sections(exp: Experiment, source: str,
     if m.num_heads % e.tp:
         raise SpecError(src("engine", "tp"), "engine.tp",
                         f"expected a divisor of model.num_heads ({m.num_heads}), got {e.tp}")
-    if m.num_dense_layers > m.num_layers or m.num_indexer_layers > m.num_layers:
-        raise SpecError(source, "model.num_dense_layers",
-                        f"expected at most model.num_layers ({m.num_layers})")
+    for key in ("num_dense_layers", "num_indexer_layers"):
+        if getattr(m, key) > m.num_layers:
+            raise SpecError(src("model", key), f"model.{key}",
+                            f"expected at most model.num_layers ({m.num_layers}), "
+                            f"got {getattr(m, key)}")
     if m.num_experts_per_tok > m.num_routed_experts:
         raise SpecError(src("model", "num_experts_per_tok"), "model.num_experts_per_tok",
                         f"expected at most model.num_routed_experts ({m.num_routed_experts})")

@@ -57,16 +57,18 @@ def each(check: Check) -> Check:
     return run
 
 
-def _type_name(tp: Any) -> str:
+def _type_name(tp: Any, plural: bool = False) -> str:
     origin = typing.get_origin(tp)
     if origin in (types.UnionType, typing.Union):
-        return " or ".join(_type_name(a) for a in typing.get_args(tp) if a is not type(None))
+        return " or ".join(_type_name(a, plural) for a in typing.get_args(tp)
+                           if a is not type(None))
     if origin is tuple:
-        return f"a list of {_type_name(typing.get_args(tp)[0])}s"
+        return f"a list of {_type_name(typing.get_args(tp)[0], plural=True)}"
     if origin is dict:
-        return f"a table of {_type_name(typing.get_args(tp)[1])}s"
-    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(
-        tp, str(tp))
+        return f"a table of {_type_name(typing.get_args(tp)[1], plural=True)}"
+    names = {int: ("an integer", "integers"), float: ("a number", "numbers"),
+             bool: ("true or false", "booleans"), str: ("a string", "strings")}
+    return names[tp][plural] if tp in names else str(tp)
 
 
 def coerce(value: Any, tp: Any) -> Any:

@@ -1,0 +1,30 @@
+"""`calibrate` finds the efficiency factor that produced a measured row, and writes it back."""
+
+from pathlib import Path
+
+import pytest
+
+from mtpsim.sim.calibrate import calibrate, with_factors
+from mtpsim.sim.simulator import simulate
+from mtpsim.spec import experiment_from_dict, load_experiment
+
+RAW = {"engine": {"tp": 8, "max_num_seqs": 8}, "seed": 4,
+       "workload": {"num_prompts": 16, "input_len": 4000, "output_len": 200, "max_concurrency": 8}}
+
+
+def test_fit_recovers_the_bandwidth_efficiency_that_made_the_row():
+    truth = simulate(with_factors(experiment_from_dict(RAW), {"mem_efficiency": 0.45}), "fresh")
+    row = {k: truth.metrics[k] for k in ("output_throughput", "median_tpot_ms")}
+    exp = experiment_from_dict({**RAW, "calibration": {
+        "mem_efficiency": 0.8, "fit": ["mem_efficiency"], "measured": {"fresh": row}}})
+    fit = calibrate(exp)
+    assert fit.after["mem_efficiency"] == pytest.approx(0.45, rel=0.02)
+    assert all(abs(e) < 0.01 for e in fit.relative_errors().values())
+    assert fit.experiment.calibration.mem_efficiency == fit.after["mem_efficiency"]
+
+
+def test_the_pr47352_factors_are_what_calibrate_finds():
+    path = Path(__file__).resolve().parents[1] / "experiments" / "pr47352.toml"
+    exp = load_experiment(path)
+    fit = calibrate(exp)
+    assert fit.after["mem_efficiency"] == pytest.approx(exp.calibration.mem_efficiency, rel=0.01)
