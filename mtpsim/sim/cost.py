@@ -13,13 +13,14 @@ advance), so one call prices many steps at once.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from mtpsim.errors import SpecError
 from mtpsim.result import PHASES
-from mtpsim.spec import Experiment
+from mtpsim.spec import Experiment, ModelSpec
 
 Num = float | np.ndarray
 
@@ -68,21 +69,7 @@ class CostModel:
         return self.exp.engine.tp
 
     def _params(self) -> dict[str, float]:
-        m = self.exp.model
-        h, nh = m.hidden_size, m.num_heads
-        return {
-            "attn_rep": h * m.q_lora_rank + h * (m.kv_lora_rank + m.qk_rope_head_dim),
-            "attn_sh": (m.q_lora_rank * nh * (m.qk_nope_head_dim + m.qk_rope_head_dim)
-                        + m.kv_lora_rank * nh * (m.qk_nope_head_dim + m.v_head_dim)
-                        + nh * m.v_head_dim * h),
-            "indexer": (m.q_lora_rank * m.index_n_heads * m.index_head_dim
-                        + h * m.index_head_dim + h * m.index_n_heads),
-            "dense": 3 * h * m.intermediate_size,
-            "expert": 3 * h * m.moe_intermediate_size,
-            "router": h * m.num_routed_experts,
-            "embed": m.vocab_size * h,
-            "eh_proj": 2 * h * h,
-        }
+        return _model_params(self.exp.model)
 
     def weight_bytes_per_gpu(self) -> float:
         """Resident weights on one GPU (target + MTP layers)."""
@@ -238,6 +225,25 @@ class CostModel:
                        strict=True))
         shape = np.broadcast(*[np.asarray(v) for v in out.values()]).shape
         return {name: np.broadcast_to(np.asarray(v, float), shape) for name, v in out.items()}
+
+
+@functools.lru_cache(maxsize=16)
+def _model_params(m: ModelSpec) -> dict[str, float]:
+    """Parameter counts of one layer's weight groups (the whole model for `embed`)."""
+    h, nh = m.hidden_size, m.num_heads
+    return {
+        "attn_rep": h * m.q_lora_rank + h * (m.kv_lora_rank + m.qk_rope_head_dim),
+        "attn_sh": (m.q_lora_rank * nh * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+                    + m.kv_lora_rank * nh * (m.qk_nope_head_dim + m.v_head_dim)
+                    + nh * m.v_head_dim * h),
+        "indexer": (m.q_lora_rank * m.index_n_heads * m.index_head_dim
+                    + h * m.index_head_dim + h * m.index_n_heads),
+        "dense": 3 * h * m.intermediate_size,
+        "expert": 3 * h * m.moe_intermediate_size,
+        "router": h * m.num_routed_experts,
+        "embed": m.vocab_size * h,
+        "eh_proj": 2 * h * h,
+    }
 
 
 def check_fits(exp: Experiment, source: str | None = None) -> None:
