@@ -158,7 +158,7 @@ class SpecDecodeEngine:
     # --- phases ---
     def _verify_and_propose(self, times: dict[str, float], calls: list[int],
                             outs: list[RequestOutput]) -> list[TraceRequest]:
-        reqs, k, dev = self.running, self.k, self.device
+        reqs, k, dev = list(self.running), self.k, self.device  # _emit may free requests
         t = _now(dev)
         last = torch.tensor([r.tokens[-1] for r in reqs], device=dev)
         drafts = torch.stack([r.drafts for r in reqs])  # type: ignore[misc]  # [B, k]
