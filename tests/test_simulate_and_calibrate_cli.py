@@ -90,7 +90,14 @@ def test_calibrate_reports_the_fit_and_writes_the_factor_back(tmp_path):
 def test_the_shipped_experiment_runs_from_the_command_line(tmp_path):
     exp = Path(__file__).resolve().parents[1] / "experiments" / "pr47352.toml"
     shutil.copy(exp, tmp_path / "pr.toml")
-    res = CliRunner().invoke(app, ["simulate", str(tmp_path / "pr.toml"), "--set",
-                                   "workload.num_prompts=64"], env={"COLUMNS": "200"})
+    res = CliRunner().invoke(app, ["simulate", str(tmp_path / "pr.toml"), "--seed", "3"],
+                             env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
-    assert "fresh measured" in res.output
+    assert "fresh measured" in res.output and "saves" in res.output
+
+
+def test_measured_rows_are_hidden_when_overrides_change_the_setup(tmp_path):
+    res = CliRunner().invoke(app, ["simulate", str(write(tmp_path)), "--set",
+                                   "workload.output_len=50"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "measured rows not shown" in res.output and "Simulated vs measured" not in res.output

@@ -13,6 +13,8 @@ from rich.console import Console
 from mtpsim.result import Result
 
 console = Console()
+# overrides that leave the measured setup as it was (the measured rows still apply)
+_NEUTRAL = ("seed", "policies", "acceptance.mode", "calibration.", "description")
 err_console = Console(stderr=True)
 
 
@@ -89,7 +91,11 @@ def simulate(
         console.print(line, highlight=False)
     console.print(phase_table(results))
     cal = exp.calibration  # type: ignore[attr-defined]
-    if any(p in cal.measured for p in results):
+    changed = [o for o in set_ or [] if not o.split("=")[0].strip().startswith(_NEUTRAL)]
+    if changed and cal.measured:
+        console.print("measured rows not shown: --set changed the measured setup "
+                      f"({', '.join(changed)})", highlight=False)
+    elif any(p in cal.measured for p in results):
         console.print(measured_table(results, cal.measured, cal.fit_metrics, cal.fit_policy))
         if cal.measured_source:
             console.print(f"measured: {cal.measured_source}", highlight=False)

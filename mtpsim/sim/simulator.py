@@ -33,6 +33,7 @@ class StepLog:
     """Phase seconds summed over steps, and step counts."""
 
     totals: dict[str, float]
+    saved_vs_fresh_s: float = 0.0  # same batches priced under `fresh` minus under this policy
     steps: int = 0
     decode_only_steps: int = 0
     python_iterations: int = 0
@@ -63,6 +64,7 @@ class Simulator:
         self.k = exp.k
         self.topk = exp.index_topk
         self.cost = CostModel(exp, policy)
+        self.fresh_cost = None if policy == "fresh" else CostModel(exp, "fresh")
         self.acc = AcceptanceModel.from_experiment(exp, policy)
         self.expected = exp.acceptance.mode == "expected"
         # one stream for the workload, one for acceptance: every policy sees the same requests
@@ -126,10 +128,11 @@ class Simulator:
         ctx = ctx0[:, None] + np.concatenate([np.zeros((ids.size, 1)), cum[:, :-1]], axis=1)
         keys = np.minimum(ctx, self.topk).sum(axis=0)
         ctx_sum = ctx.sum(axis=0)
-        phases = self.cost.step(StepShape(
-            num_decode=ids.size, decode_ctx=ctx_sum, decode_keys=keys,
-            num_draft=ids.size, draft_ctx=ctx_sum, draft_keys=keys))
+        shape = StepShape(num_decode=ids.size, decode_ctx=ctx_sum, decode_keys=keys,
+                          num_draft=ids.size, draft_ctx=ctx_sum, draft_keys=keys)
+        phases = self.cost.step(shape)
         step_s = sum(phases.values())
+        fresh_s = step_s if self.fresh_cost is None else sum(self.fresh_cost.step(shape).values())
         elapsed = np.cumsum(step_s)
         if len(self.sched.running) < self.sched.max_num_seqs:
             t_next = self.client.next_send_s()
@@ -137,6 +140,7 @@ class Simulator:
                 n = min(n, int(np.searchsorted(elapsed, t_next - self.t)) + 1)
         n = max(1, min(n, cap))
         self.log.add(phases, n, decode_only=True)
+        self.log.saved_vs_fresh_s += float(np.sum((fresh_s - step_s)[:n]))
         reqs.drafts[ids] += n
         if accepted is None:
             reqs.accepted[ids] += n * marg.sum(axis=1)
@@ -173,6 +177,9 @@ class Simulator:
             prefill_done=len(completing))
         phases = self.cost.step(shape)
         step_s = float(sum(float(v) for v in phases.values()))
+        if self.fresh_cost is not None:
+            fresh_s = float(sum(float(v) for v in self.fresh_cost.step(shape).values()))
+            self.log.saved_vs_fresh_s += fresh_s - step_s
         self.log.add({p: np.atleast_1d(v) for p, v in phases.items()}, 1,
                      decode_only=not plan.chunks)
         self.t += step_s
@@ -238,6 +245,7 @@ class Simulator:
             phases={p: log.totals[p] / max(log.steps, 1) for p in PHASES},
             extra={"num_steps": log.steps, "decode_only_steps": log.decode_only_steps,
                    "python_iterations": log.python_iterations,
+                   "step_saving_vs_fresh_s": log.saved_vs_fresh_s / max(log.steps, 1),
                    "phases_total_s": dict(log.totals),
                    "acceptance_mode": self.exp.acceptance.mode})
 
