@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from mtpsim.result import Result
+
+if TYPE_CHECKING:
+    from mtpsim.spec import Experiment
 
 console = Console()
 # overrides that leave the measured setup as it was (the measured rows still apply)
@@ -18,8 +21,8 @@ _NEUTRAL = ("seed", "policies", "acceptance.mode", "calibration.", "description"
 err_console = Console(stderr=True)
 
 
-def run_policies(exp_path: str, overrides: list[str], show_progress: bool) -> tuple[object,
-                                                                                   dict[str, Result]]:
+def run_policies(exp_path: str, overrides: list[str],
+                 show_progress: bool) -> tuple[Experiment, dict[str, Result]]:
     """Load the experiment and simulate each of its policies (with a progress bar if asked)."""
     from mtpsim.sim.simulator import simulate
     from mtpsim.spec import load_experiment
@@ -85,12 +88,12 @@ def simulate(
         typer.echo(json.dumps({"experiment": str(experiment), "wall_s": wall,
                                "results": payload}, indent=2))
         return
-    desc = getattr(exp, "description", "") or str(experiment)
-    console.print(pr_table(results, title=f"{desc} (simulated, seed {exp.seed})"))  # type: ignore[attr-defined]
+    desc = exp.description or str(experiment)
+    console.print(pr_table(results, title=f"{desc} (simulated, seed {exp.seed})"))
     for line in summary_lines(results):
         console.print(line, highlight=False)
     console.print(phase_table(results))
-    cal = exp.calibration  # type: ignore[attr-defined]
+    cal = exp.calibration
     changed = [o for o in set_ or [] if not o.split("=")[0].strip().startswith(_NEUTRAL)]
     if changed and cal.measured:
         console.print("measured rows not shown: --set changed the measured setup "
