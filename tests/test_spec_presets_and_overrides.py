@@ -76,3 +76,8 @@ def test_the_pr47352_experiment_loads_with_its_measured_rows():
     assert exp.workload.max_concurrency == 32 and exp.workload.request_rate == float("inf")
     assert exp.calibration.measured["fresh"]["output_throughput"] == 1629.90
     assert exp.to_dict()["workload"]["request_rate"] == "inf"
+
+
+def test_a_smaller_k_uses_the_first_k_measured_positions():
+    exp = experiment_from_dict({"speculative": {"num_speculative_tokens": 2}})
+    assert exp.marginal_rates() == pytest.approx([0.8745, 0.6010])

@@ -38,7 +38,7 @@ class AcceptanceModel:
     def from_experiment(cls, exp: Experiment, policy: str) -> AcceptanceModel:
         a = exp.acceptance
         measured = a.policy_rates.get(policy)
-        rates = list(measured if measured is not None else a.per_position)
+        rates = list(measured if measured is not None else a.per_position)[:exp.k]
         cond = rates if a.kind == "conditional" else marginal_to_conditional(rates)
         return cls(policy, np.asarray(cond, float), measured is None, exp.index_topk,
                    a.overlap_agreement, a.overlap_step_exponent, a.target_agreement,

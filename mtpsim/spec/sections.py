@@ -135,7 +135,7 @@ class AcceptanceSpec:
     """Per-position acceptance with sharing off, and how reuse policies change it."""
 
     per_position: tuple[float, ...] = option((0.8745, 0.6010, 0.3534),
-                                             "acceptance per draft position",
+                                             "acceptance per draft position (at least k)",
                                              each(in_range(0, 1)))
     kind: str = option("marginal", "marginal (vLLM's per-position rates) or conditional",
                        one_of("marginal", "conditional"))
