@@ -36,6 +36,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("calibrate", "mtpsim.commands.calibrate:calibrate"),
     ("compare", "mtpsim.commands.compare:compare"),
     ("run-real", "mtpsim.commands.run_real:run_real"),
+    ("serve-reference", "mtpsim.commands.serve_reference:serve_reference"),
 ]
 
 

@@ -20,6 +20,7 @@ err_console = Console(stderr=True)
 # engine name -> "module:function" with signature (exp, policy, progress) -> (Result, Trace).
 RUNNERS: dict[str, str] = {
     "reference": "mtpsim.engine.runner:run_policy",
+    "vllm": "mtpsim.vllm_runner.runner:run_served_policy",  # called with run=ServedRun(...)
 }
 
 
@@ -47,6 +48,15 @@ def run_real(
         "--policy", "-p", help="Run only these policies (repeatable; default: the spec's).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed (default: the spec's).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Rerun finished policies.")] = False,
+    server: Annotated[bool, typer.Option(
+        "--server", help="Reference engine behind `mtpsim serve-reference`, measured by the "
+        "benchmark client over HTTP, exactly as --engine vllm runs.")] = False,
+    trace: Annotated[bool, typer.Option(
+        "--trace", help="vLLM: eager mode; the plugin records top-k overlap (fresh top-k "
+        "computed in shadow) and acceptance per draft step. Perturbs timing.")] = False,
+    bench_client: Annotated[str, typer.Option(
+        help="vLLM: 'mtpsim' (built-in client) or 'vllm' (`vllm bench serve`, its JSON "
+        "imported).")] = "mtpsim",
 ) -> None:
     """Run the experiment's workload on a real engine for each policy and write a result in the
     same schema as [cyan]mtpsim simulate[/cyan] (with per-request records) plus a trace.
@@ -66,9 +76,17 @@ def run_real(
     if seed is not None:
         overrides.append(f"seed={seed}")
     exp = load_experiment(str(experiment), overrides)
-    out = out if out is not None else Path("runs") / f"{experiment.stem}-{engine}"
-    module, func = RUNNERS[engine].split(":")
+    served = engine == "vllm" or server
+    suffix = "-server" if server and engine == "reference" else ""
+    out = out if out is not None else Path("runs") / f"{experiment.stem}-{engine}{suffix}"
+    module, func = RUNNERS["vllm" if served else engine].split(":")
     runner = getattr(importlib.import_module(module), func)
+    if served:
+        import functools
+
+        from mtpsim.vllm_runner.runner import ServedRun
+
+        runner = functools.partial(runner, run=ServedRun(engine, out, trace, bench_client))
     mode = "reference" if engine == "reference" else engine
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -96,9 +114,14 @@ def run_real(
     console.print(pr_table(results, title=f"{desc} ({engine}, seed {exp.seed})"))
     for line in summary_lines(results):
         console.print(line, highlight=False)
-    console.print(phase_table(results))
+    if any(res.phases for res in results.values()):  # served runs time no engine phases
+        console.print(phase_table(results))
     for name, res in results.items():
         x = res.extra
+        if x.get("sharing_engaged"):
+            console.print(f"{name}: {x['sharing_engaged']}", highlight=False)
+        if "mtp_indexer_calls_per_step" not in x:
+            continue
         share = x.get("indexer_share_of_draft_decode")
         ov = ", ".join("-" if o is None else f"{o:.3f}" for o in x.get("mean_overlap_per_step", []))
         console.print(f"{name}: {res.get('output_throughput', float('nan')):.1f} output tok/s, "

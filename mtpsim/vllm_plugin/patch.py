@@ -55,6 +55,8 @@ class Recorder:
         self.shadow_module: Any = None
         self.shadow_rows: torch.Tensor | None = None
         self.req_ids: list[str] = []
+        self.call = 0  # propose() calls seen (trace rows carry it to pair drafts with verdicts)
+        self._t0 = time.monotonic()
         self.write_trace = settings.trace
         self._trace_rows: list[dict[str, Any]] = []
         self._last_flush = 0.0
@@ -161,7 +163,8 @@ class Recorder:
         overlaps = row_overlap(shared, fresh).tolist()
         for i, ov in enumerate(overlaps):
             req = self.req_ids[i] if i < len(self.req_ids) else str(i)
-            self.add_trace({"kind": "overlap", "req": req, "step": step, "overlap": ov})
+            self.add_trace({"kind": "overlap", "call": self.call, "req": req, "step": step,
+                            "overlap": ov})
 
     def _step_of_indexer(self, indexer: Any) -> int | None:
         for owner in self._owners.get(id(indexer), ()):
@@ -322,6 +325,8 @@ def _record_verify(rec: Recorder, a: dict[str, Any]) -> None:
     """One row per request that had drafts verified: context length, drafted, accepted."""
     batch = a["input_batch"]
     n = batch.num_reqs
+    rec.call += 1
+    t = round(time.monotonic() - rec._t0, 6)
     rec.req_ids = list(batch.req_ids[:n])
     drafted = batch.num_draft_tokens_per_req
     if drafted is None:
@@ -331,8 +336,9 @@ def _record_verify(rec: Recorder, a: dict[str, Any]) -> None:
     for i in range(n):
         d = int(drafted[i])
         if d > 0:
-            rec.add_trace({"kind": "verify", "req": rec.req_ids[i], "context_len": seq_lens[i],
-                           "drafted": d, "accepted": max(int(sampled[i]) - 1, 0)})
+            rec.add_trace({"kind": "verify", "call": rec.call, "time_s": t, "req": rec.req_ids[i],
+                           "context_len": seq_lens[i], "drafted": d,
+                           "accepted": max(int(sampled[i]) - 1, 0)})
 
 
 def _is_first_rank() -> bool:

@@ -1,0 +1,62 @@
+"""`mtpsim serve-reference`: the reference engine behind an OpenAI-compatible HTTP server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mtpsim.errors import UserError
+
+
+def serve_reference(
+    experiment: Annotated[Path | None, typer.Argument(
+        help="Experiment TOML for k, top-k, max-num-seqs and [reference] (default: defaults).")]
+    = None,
+    policy: Annotated[str, typer.Option(help="Top-k reuse policy of the MTP draft steps.")]
+    = "share",
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8000,
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="Override a spec field: section.key=value (repeatable).")] = None,
+    weights: Annotated[str | None, typer.Option(
+        help="'builtin', a .safetensors path, or 'random-tiny' (an untrained 1-layer model for "
+        "tests). Default: the spec's reference.weights.")] = None,
+    max_model_len: Annotated[int, typer.Option(help="Prompt + output tokens per request.")]
+    = 4096,
+    max_num_seqs: Annotated[int | None, typer.Option(
+        help="Requests batched at once (default: the spec's engine.max_num_seqs).")] = None,
+    model_name: Annotated[str, typer.Option(help="Model id the API reports and accepts.")]
+    = "mtpsim-reference",
+    exit_with_parent: Annotated[bool, typer.Option(
+        help="Stop when the launching process is gone (the runner sets this).")] = False,
+) -> None:
+    """Serve the reference DSA + MTP engine with continuous batching on
+    [cyan]127.0.0.1[/cyan]: /v1/completions and /v1/chat/completions (streaming), /health,
+    and a vLLM-format /metrics with the [cyan]vllm:spec_decode_*[/cyan] counters.
+    Example: [cyan]mtpsim serve-reference --policy share --port 8000[/cyan]
+    """
+    from mtpsim.policies import POLICIES
+    from mtpsim.serve_reference.server import TINY_RANDOM, ServerOptions, serve
+    from mtpsim.spec import experiment_from_dict, load_experiment
+
+    if policy not in POLICIES:
+        raise UserError(None, "--policy", f"expected one of {', '.join(POLICIES)}, got {policy!r}")
+    if not 0 < port < 65536:
+        raise UserError(None, "--port", f"expected 1..65535, got {port}")
+    exp = (load_experiment(experiment, set_ or []) if experiment is not None
+           else experiment_from_dict({}, overrides=set_ or []))
+    w = weights if weights is not None else exp.reference.weights
+    if w not in ("builtin", TINY_RANDOM) and not Path(w).is_file():
+        raise UserError(None, "--weights", f"expected builtin, {TINY_RANDOM} or a file, got {w!r}")
+    device = exp.reference.device
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    serve(ServerOptions(policy=policy, port=port, model_name=model_name, weights=w,
+                        num_speculative_tokens=exp.k, index_topk=exp.speculative.index_topk,
+                        max_num_seqs=max_num_seqs or exp.engine.max_num_seqs,
+                        max_model_len=max_model_len, device=device,
+                        threads=exp.reference.threads, seed=exp.seed,
+                        exit_with_parent=exit_with_parent))

@@ -1,0 +1,118 @@
+"""The engine thread: continuous batching over `SpecDecodeEngine`, fed from HTTP handlers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mtpsim.metrics import SpecDecodeCounters
+
+Sink = Callable[[Any], None]  # called in the engine thread with each RequestOutput
+
+
+@dataclass(slots=True)
+class _Add:
+    request_id: str
+    prompt_tokens: list[int]
+    max_tokens: int
+    temperature: float
+    ignore_eos: bool
+    seed: int | None
+    sink: Sink
+    ack: Callable[[str | None], None]  # None on success, else the engine's error message
+
+
+class EngineLoop:
+    """Owns the engine; every engine call happens in its thread."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self._inbox: list[_Add | str] = []  # additions, or request ids to abort
+        self._sinks: dict[str, Sink] = {}
+        self._cond = threading.Condition()
+        self._stop = False
+        self._counters = SpecDecodeCounters()
+        self._counters_lock = threading.Lock()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="mtpsim-engine", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify()
+        self._thread.join(timeout_s)
+
+    def submit(self, add: _Add) -> None:
+        with self._cond:
+            self._inbox.append(add)
+            self._cond.notify()
+
+    def abort(self, request_id: str) -> None:
+        with self._cond:
+            self._inbox.append(request_id)
+            self._cond.notify()
+
+    def counters(self) -> SpecDecodeCounters:
+        """A consistent copy of the engine's spec-decode counters (taken between steps)."""
+        with self._counters_lock:
+            c = self._counters
+            return SpecDecodeCounters(c.num_drafts, c.num_draft_tokens, c.num_accepted_tokens,
+                                      list(c.accepted_per_pos))
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive() and self.error is None
+
+    def _drain(self) -> None:
+        with self._cond:
+            while not self._inbox and not self._stop and not self.engine.has_unfinished():
+                self._cond.wait()
+            inbox, self._inbox = self._inbox, []
+        for item in inbox:
+            if isinstance(item, str):
+                if self._sinks.pop(item, None) is not None:
+                    self.engine.abort_request(item)
+                continue
+            try:
+                self.engine.add_request(item.request_id, item.prompt_tokens, item.max_tokens,
+                                        temperature=item.temperature, ignore_eos=item.ignore_eos,
+                                        seed=item.seed)
+            except ValueError as e:
+                item.ack(str(e))
+                continue
+            self._sinks[item.request_id] = item.sink
+            item.ack(None)
+
+    def _snapshot(self) -> None:
+        s = self.engine.stats
+        with self._counters_lock:
+            self._counters = SpecDecodeCounters(int(s.num_drafts), int(s.num_draft_tokens),
+                                                int(s.num_accepted_tokens),
+                                                [int(x) for x in s.accepted_per_pos])
+
+    def _run(self) -> None:
+        try:
+            while True:
+                self._drain()
+                if self._stop:
+                    return
+                if not self.engine.has_unfinished():
+                    continue
+                outs = self.engine.step()
+                self._snapshot()
+                for out in outs:
+                    sink = self._sinks.get(out.request_id)
+                    if out.finished:
+                        self._sinks.pop(out.request_id, None)
+                    if sink is not None:
+                        sink(out)
+        except BaseException as e:  # surfaced by /health and by every open stream
+            self.error = e
+            for sink in self._sinks.values():
+                sink(e)
+            raise

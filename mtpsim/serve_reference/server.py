@@ -1,0 +1,79 @@
+"""Build the reference engine for a policy and serve it on 127.0.0.1 (blocking)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+HOST = "127.0.0.1"  # never configurable: the server has no authentication
+TINY_RANDOM = "random-tiny"  # weights value for tests: a 1-layer random-init model
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    policy: str
+    port: int
+    model_name: str = "mtpsim-reference"
+    weights: str = "builtin"  # "builtin", a path, or TINY_RANDOM
+    num_speculative_tokens: int = 3
+    index_topk: int | None = None  # None: the weights' own
+    max_num_seqs: int = 8
+    max_model_len: int = 4096
+    device: str = "cpu"
+    threads: int = 0
+    seed: int = 0
+    exit_with_parent: bool = False
+
+
+def build_engine(opts: ServerOptions) -> Any:
+    import torch
+
+    from mtpsim.engine import weights as weights_mod
+    from mtpsim.engine.engine import EngineConfig, SpecDecodeEngine
+    from mtpsim.engine.model import ModelArgs, Transformer
+
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
+    if opts.weights == TINY_RANDOM:
+        torch.manual_seed(opts.seed)
+        model = Transformer(ModelArgs(n_layer=1, dim=32, n_head=2, intermediate_size=64,
+                                      n_index_head=2, index_head_dim=8, index_topk=16,
+                                      max_seq_len=opts.max_model_len + 64)).eval()
+    else:
+        path = None if opts.weights == "builtin" else opts.weights
+        model = weights_mod.load(path, device=opts.device)
+    model = model.to(opts.device)
+    cfg = EngineConfig(num_speculative_tokens=opts.num_speculative_tokens,
+                       index_topk=opts.index_topk or model.args.index_topk,
+                       max_num_seqs=opts.max_num_seqs, max_model_len=opts.max_model_len,
+                       policy=opts.policy)
+    return SpecDecodeEngine(model, cfg, seed=opts.seed)
+
+
+def _watch_parent(parent: int) -> None:
+    """End this server when the process that started it is gone (even after a SIGKILL)."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def serve(opts: ServerOptions) -> None:
+    import uvicorn
+
+    from mtpsim.serve_reference.app import create_app
+    from mtpsim.serve_reference.loop import EngineLoop
+
+    if opts.exit_with_parent:
+        threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    loop = EngineLoop(build_engine(opts))
+    loop.start()
+    try:
+        uvicorn.run(create_app(loop, opts.model_name, opts.max_model_len), host=HOST,
+                    port=opts.port, log_level="warning", access_log=False,
+                    timeout_graceful_shutdown=2)
+    finally:
+        loop.stop()

@@ -1,0 +1,110 @@
+"""Command lines and environments for the servers and `vllm bench serve`, built from the spec
+as argument lists (no shell ever parses them)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mtpsim.serve_reference.server import HOST
+from mtpsim.spec import Experiment
+from mtpsim.vllm_plugin.settings import PluginSettings, policy_speculative_config
+
+VLLM_CLI = [sys.executable, "-m", "vllm.entrypoints.cli.main"]
+MTPSIM_CLI = [sys.executable, "-m", "mtpsim"]
+
+
+def speculative_config(exp: Experiment, policy: str,
+                       fields: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    base: dict[str, Any] = {"method": exp.speculative.method,
+                            "num_speculative_tokens": exp.k}
+    return policy_speculative_config(policy, base, fields)
+
+
+def compilation_config(exp: Experiment, trace: bool) -> dict[str, Any]:
+    # Trace mode needs every draft step to run Python (module hooks): no graphs, no compile.
+    if trace:
+        return {"cudagraph_mode": "none", "mode": 0}
+    return {"cudagraph_mode": exp.engine.cudagraph_mode, "mode": exp.vllm.compilation_mode}
+
+
+def vllm_serve_argv(exp: Experiment, policy: str, port: int, *, trace: bool = False,
+                    spec_fields: Mapping[str, Any] | None = None) -> list[str]:
+    """`vllm serve` for one policy, as the PR's benchmark ran it."""
+    if not exp.model.name:
+        raise ValueError("model.name (the Hugging Face id vllm serves) is empty")
+    e = exp.engine
+    argv = [*VLLM_CLI, "serve", exp.model.name, "--host", HOST, "--port", str(port),
+            "--tensor-parallel-size", str(e.tp), "--max-num-seqs", str(e.max_num_seqs),
+            "--max-num-batched-tokens", str(e.max_num_batched_tokens),
+            "--gpu-memory-utilization", repr(e.gpu_memory_utilization),
+            "--enable-chunked-prefill" if e.enable_chunked_prefill
+            else "--no-enable-chunked-prefill",
+            "--enable-prefix-caching" if exp.vllm.enable_prefix_caching
+            else "--no-enable-prefix-caching",
+            "--speculative-config", json.dumps(speculative_config(exp, policy, spec_fields)),
+            "--compilation-config", json.dumps(compilation_config(exp, trace))]
+    if trace:
+        argv.append("--enforce-eager")
+    return argv + list(exp.vllm.extra_args)
+
+
+def vllm_serve_env(exp: Experiment, policy: str, trace_dir: Path, trace: bool) -> dict[str, str]:
+    """Model Runner V2 on, the mtpsim plugin told the policy; the spec's env last."""
+    env = {"VLLM_USE_V2_MODEL_RUNNER": "1"}
+    env.update(PluginSettings(policy, trace_dir, trace).to_env())
+    env.update(exp.vllm.env)
+    return env
+
+
+def reference_serve_argv(exp: Experiment, policy: str, port: int, *, weights: str | None = None,
+                         max_model_len: int | None = None) -> list[str]:
+    """`mtpsim serve-reference` with every spec value it needs passed as a flag."""
+    w = exp.workload
+    need = w.input_len + w.output_len
+    if w.input_len_distribution != "fixed" or w.output_len_distribution != "fixed":
+        need = int(need * (1 + max(w.input_len_spread, w.output_len_spread)) * 3)
+    argv = [*MTPSIM_CLI, "serve-reference", "--policy", policy, "--port", str(port),
+            "--weights", weights or exp.reference.weights,
+            "--max-model-len", str(max_model_len or need),
+            "--max-num-seqs", str(min(exp.engine.max_num_seqs, w.max_concurrency or w.num_prompts)),
+            "--exit-with-parent",
+            "--set", f"speculative.num_speculative_tokens={exp.k}",
+            "--set", f"reference.device={json.dumps(exp.reference.device)}",
+            "--set", f"reference.threads={exp.reference.threads}",
+            "--set", f"seed={exp.seed}"]
+    if exp.speculative.index_topk is not None:
+        argv += ["--set", f"speculative.index_topk={exp.speculative.index_topk}"]
+    return argv
+
+
+def vllm_bench_argv(exp: Experiment, base_url: str, result_dir: Path, filename: str) -> list[str]:
+    """`vllm bench serve` with the spec's workload; its `--save-result` JSON is the result."""
+    w = exp.workload
+    argv = [*VLLM_CLI, "bench", "serve", "--backend", w.backend, "--base-url", base_url,
+            "--endpoint", "/v1/chat/completions" if w.backend == "openai-chat"
+            else "/v1/completions",
+            "--model", exp.model.name, "--num-prompts", str(w.num_prompts),
+            "--request-rate", "inf" if math.isinf(w.request_rate) else repr(w.request_rate),
+            "--burstiness", repr(w.burstiness), "--temperature", repr(w.temperature),
+            "--seed", str(exp.seed), "--num-warmups", str(w.num_warmups),
+            "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "90,99",
+            "--save-result", "--result-dir", str(result_dir), "--result-filename", filename]
+    if w.max_concurrency is not None:
+        argv += ["--max-concurrency", str(w.max_concurrency)]
+    if w.ignore_eos:
+        argv.append("--ignore-eos")
+    if w.dataset == "speed-bench":
+        argv += ["--dataset-name", "speed_bench", "--dataset-path", w.dataset_path,
+                 "--speed-bench-dataset-subset", w.dataset_subset,
+                 "--speed-bench-output-len", str(w.output_len)]
+        if w.category:
+            argv += ["--speed-bench-category", w.category]
+    else:
+        argv += ["--dataset-name", "random", "--random-input-len", str(w.input_len),
+                 "--random-output-len", str(w.output_len)]
+    return argv

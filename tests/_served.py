@@ -1,0 +1,39 @@
+"""Helpers for tests that launch `mtpsim serve-reference` through the runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mtpsim.spec import experiment_from_dict
+from mtpsim.vllm_runner.process import free_port
+
+
+def tiny_experiment(port: int | None = None, **workload) -> object:
+    """A tiny random-init reference model behind the server; a few short requests."""
+    w = {"num_prompts": 8, "input_len": 48, "output_len": 32, "max_concurrency": 4,
+         "temperature": 1.0, "ignore_eos": True, **workload}
+    return experiment_from_dict({
+        "seed": 1, "policies": ["fresh", "share"],
+        "speculative": {"num_speculative_tokens": 3, "index_topk": 16},
+        "engine": {"max_num_seqs": 4}, "workload": w,
+        "reference": {"weights": "random-tiny", "threads": 1, "device": "cpu"},
+        "vllm": {"port": port or free_port(), "startup_timeout_s": 90.0, "stop_timeout_s": 5.0},
+    })
+
+
+def server_pids(port: int) -> list[int]:
+    """Live processes running `mtpsim serve-reference ... --port PORT`."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state == "Z" or b"serve-reference" not in argv:
+            continue
+        if b"--port" in argv and argv[argv.index(b"--port") + 1] == str(port).encode():
+            out.append(int(entry.name))
+    return out
