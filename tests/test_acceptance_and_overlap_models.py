@@ -80,9 +80,17 @@ def test_draws_follow_the_marginal_rates_and_repeat_with_the_seed():
     assert marginal_to_conditional(freq)[1] == pytest.approx(0.6010 / 0.8745, abs=0.01)
 
 
-def test_request_spread_widens_per_request_rates_without_moving_the_middle():
+def test_request_spread_widens_per_request_rates():
     m = model("fresh", request_sigma=1.0)
-    shift = np.array([-1.0, 0.0, 1.0])
-    rates = m.marginal(np.full(3, 1000.0), shift)
-    assert rates[0, 0] < PR_POS[0] < rates[2, 0]
-    assert rates[1] == pytest.approx(PR_POS)
+    rates = m.marginal(np.full(3, 1000.0), np.array([-1.0, 0.0, 1.0]))
+    assert rates[0, 0] < rates[1, 0] < rates[2, 0]
+    assert rates[0, 2] < PR_POS[2] < rates[2, 2]
+
+
+def test_request_spread_keeps_vllms_draft_weighted_aggregate_at_the_input():
+    m = model("fresh", request_sigma=0.8)
+    z = np.random.default_rng(0).normal(0, 0.8, 400_000)
+    marg = m.marginal(np.full(z.size, 1000.0), z)
+    drafts = 1 / (1 + marg.sum(axis=1))
+    assert drafts @ marg / drafts.sum() == pytest.approx(PR_POS, abs=0.003)
+    assert model("fresh").offset == pytest.approx([0, 0, 0])

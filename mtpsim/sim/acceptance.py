@@ -6,7 +6,12 @@ a_i by the share of the "critical" attention entries its selection keeps,
 o_i being the overlap with the fresh selection at draft step i (mtpsim.sim.overlap). The form says:
 a draft survives if at least one of kappa equally likely evidence positions stays selected; a
 large kappa makes acceptance robust to moderate overlap loss and collapse only when the overlap is
-small (target_share at long context). Per-request spread: logit(a_i) + N(0, sigma) per request.
+small (target_share at long context).
+
+Per-request spread: request r uses sigmoid(logit(a_i) + delta_i + z_r), z_r ~ N(0, sigma^2). The
+offsets delta_i keep vLLM's aggregate rates equal to the input: the counters weight each request
+by its drafts (~ 1 / tokens per step), so without them low-acceptance requests would pull the
+aggregate down.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import brentq
 
 from mtpsim.metrics import marginal_to_conditional
 from mtpsim.sim.overlap import overlap
@@ -33,16 +39,18 @@ class AcceptanceModel:
     target_agreement: float
     kappa: float
     sigma: float
+    offset: np.ndarray  # [k] logit offsets that keep the draft-weighted aggregate at the input
 
     @classmethod
     def from_experiment(cls, exp: Experiment, policy: str) -> AcceptanceModel:
         a = exp.acceptance
         measured = a.policy_rates.get(policy)
         rates = list(measured if measured is not None else a.per_position)[:exp.k]
-        cond = rates if a.kind == "conditional" else marginal_to_conditional(rates)
-        return cls(policy, np.asarray(cond, float), measured is None, exp.index_topk,
+        cond = np.asarray(rates if a.kind == "conditional" else marginal_to_conditional(rates),
+                          float)
+        return cls(policy, cond, measured is None, exp.index_topk,
                    a.overlap_agreement, a.overlap_step_exponent, a.target_agreement,
-                   a.critical_entries, a.request_sigma)
+                   a.critical_entries, a.request_sigma, spread_offsets(cond, a.request_sigma))
 
     @property
     def k(self) -> int:
@@ -64,9 +72,7 @@ class AcceptanceModel:
         """[n, k] marginal rates m_i = P(drafts 0..i all accepted) at each request's context."""
         cond = np.broadcast_to(self.conditional, (np.atleast_1d(context).size, self.k)).copy()
         if request_shift is not None and self.sigma > 0:
-            c = np.clip(cond, 1e-9, 1 - 1e-9)
-            logit = np.log(c / (1 - c)) + request_shift[:, None]
-            cond = np.where((cond > 0) & (cond < 1), 1 / (1 + np.exp(-logit)), cond)
+            cond = _shifted(cond, self.offset[None, :] + request_shift[:, None])
         return np.cumprod(cond * self.factors(context), axis=1)
 
     def expected_marginal(self, context: float) -> list[float]:
@@ -80,3 +86,41 @@ def draw_accepted(rng: np.random.Generator, marginal: np.ndarray, num_steps: int
     u = rng.random((marginal.shape[0], num_steps))
     return (u[:, :, None] < marginal[:, None, :]).sum(axis=2)
 
+
+
+def _shifted(cond: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """sigmoid(logit(cond) + shift); rates of exactly 0 or 1 stay put."""
+    c = np.clip(cond, 1e-9, 1 - 1e-9)
+    out = 1 / (1 + np.exp(-(np.log(c / (1 - c)) + shift)))
+    return np.where((cond > 0) & (cond < 1), out, cond)
+
+
+def spread_offsets(cond: np.ndarray, sigma: float, sweeps: int = 4) -> np.ndarray:
+    """Logit offsets delta such that, over z ~ N(0, sigma^2) (Gauss-Hermite), the draft-weighted
+    mean of each marginal rate equals the input's."""
+    k = cond.size
+    delta = np.zeros(k)
+    if sigma <= 0:
+        return delta
+    z, w = np.polynomial.hermite_e.hermegauss(40)
+    w = w / w.sum()
+    target = np.cumprod(cond)
+
+    def aggregate(d: np.ndarray) -> np.ndarray:
+        m = np.cumprod(_shifted(np.broadcast_to(cond, (z.size, k)), d[None, :] + sigma * z[:, None]),
+                       axis=1)
+        drafts = w / (1.0 + m.sum(axis=1))
+        return drafts @ m / drafts.sum()
+
+    for _ in range(sweeps):
+        for i in range(k):
+            if not 0 < cond[i] < 1:
+                continue
+
+            def gap(x: float, i: int = i) -> float:
+                d = delta.copy()
+                d[i] = x
+                return float(aggregate(d)[i] - target[i])
+
+            delta[i] = brentq(gap, -30.0, 30.0, xtol=1e-10)
+    return delta
