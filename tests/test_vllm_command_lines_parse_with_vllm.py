@@ -109,10 +109,21 @@ def test_vllm_bench_serve_parses_to_the_workload(tmp_path):
     assert args.metric_percentiles == "90,99"
 
 
-def test_the_shipped_pr_experiment_builds_both_commands(tmp_path):
+def test_the_shipped_pr_experiment_builds_the_prs_server(tmp_path):
+    from vllm.engine.arg_utils import EngineArgs
+
     exp = load_experiment("experiments/pr47352.toml")
     argv = vllm_serve_argv(exp, "share", 8000)
     cfg = json.loads(argv[argv.index("--speculative-config") + 1])
     assert cfg["index_share_for_mtp_iteration"] is True
+    args = _serve_parser().parse_args(argv[len(VLLM_CLI):])
+    args.model = args.model_tag  # as `vllm serve` does before building the engine
+    ea = EngineArgs.from_cli_args(args)
+    assert (ea.model, ea.tensor_parallel_size, ea.max_num_seqs) == (
+        "nvidia/DeepSeek-V3.2-NVFP4", 4, 64)
+    assert str(ea.optimization_level) in ("3", "O3", "OptimizationLevel.O3")
+    assert ea.compilation_config.mode == 0
+    assert ea.compilation_config.cudagraph_mode.name == "FULL_DECODE_ONLY"
+    assert ea.enable_prefix_caching is False
     ref = reference_serve_argv(exp, "share", 8001)
     assert ref[ref.index("--port") + 1] == "8001" and "--exit-with-parent" in ref
