@@ -56,3 +56,33 @@ def test_no_decode_steps_observed_reads_as_unknown(tmp_path):
     with installed(PluginSettings("share", tmp_path)) as rec:
         pass
     assert sharing_verdict(rec.counts).engaged is None
+
+
+def test_capture_counts_show_what_the_cuda_graphs_baked_in(tmp_path, monkeypatch):
+    import torch
+
+    tdar = pytest.importorskip("vllm.v1.worker.gpu.spec_decode.target_dependent_ar.speculator")
+
+    def fake_capture(self):  # the hook bracketing of TargetDependentARSpeculator.capture
+        draft = self.model
+        self.last_token_indices = torch.zeros(8, dtype=torch.long)
+        self.on_prefill_begin(8)
+        for n in (1, 2, 4, 8):  # one captured graph per batch size
+            draft(torch.zeros(n * 4, 4), torch.arange(n * 4) + 10)
+        self.on_prefill_end(8)
+        self.on_multi_step_decode_begin(8)
+        for n in (1, 2, 4, 8):
+            for _ in range(self.num_speculative_steps - 1):
+                draft(torch.zeros(n, 4), torch.arange(n) + 20)
+        self.on_multi_step_decode_end(8)
+
+    monkeypatch.setattr(tdar.TargetDependentARSpeculator, "capture", fake_capture)
+    with installed(PluginSettings("share", tmp_path)) as rec:
+        spec = make_speculator(MTPSpeculator, k=3)
+        load(spec, monkeypatch, FakeDraftModel())
+        spec.capture()
+    cap = rec.counts.contexts["capture"]
+    assert (cap.forwards, cap.indexer) == ([4, 8], [4, 0])
+    assert rec.counts.contexts["propose"].forwards == []
+    verdict = sharing_verdict(read_counts(tmp_path)[0])
+    assert verdict.engaged is True and verdict.context == "capture"

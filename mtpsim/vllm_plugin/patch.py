@@ -79,6 +79,8 @@ class Recorder:
         if self.phase == "prefill":
             return 0
         if self.phase == "decode":
+            if self.in_capture:
+                return 1  # capture records every batch size in one bracket: all steps >= 1
             self.decode_forwards += 1
             return self.decode_forwards
         return None  # a forward outside propose/capture (profiling): not a draft step
