@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from mtpsim.spec import Experiment
 
 console = Console()
-# overrides that leave the measured setup as it was (the measured rows still apply)
-_NEUTRAL = ("seed", "policies", "acceptance.mode", "calibration.", "description")
+# overrides of model parameters, not of the measured setup (the measured rows still apply)
+_NEUTRAL = ("seed", "policies", "acceptance.", "calibration.", "description", "reference.",
+            "vllm.")
 err_console = Console(stderr=True)
 
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy.special import ndtri
 
+from mtpsim.calibration.models import sim_models
 from mtpsim.metrics import RequestRecord, SpecDecodeCounters
 from mtpsim.result import PHASES, Result
 from mtpsim.sim.acceptance import AcceptanceModel, draw_accepted
@@ -23,6 +26,10 @@ from mtpsim.sim.cost import CostModel, StepShape, check_fits
 from mtpsim.sim.entities import RequestTable, draw_lengths, intended_send_times
 from mtpsim.sim.scheduler import Plan, Scheduler
 from mtpsim.spec import Experiment
+
+if TYPE_CHECKING:
+    from mtpsim.calibration.models import FittedAcceptance, FittedCost
+    from mtpsim.calibration.schema import Calibration
 
 MAX_BULK_STEPS = 256  # caps context drift within one bulk (acceptance is read at its start)
 Progress = Callable[[int, int], None]
@@ -58,14 +65,21 @@ def _sum_min(a: int, b: int, cap: int) -> float:
 class Simulator:
     """Simulates one policy of an experiment; `run()` returns a Result."""
 
-    def __init__(self, exp: Experiment, policy: str, progress: Progress | None = None) -> None:
-        check_fits(exp)
+    def __init__(self, exp: Experiment, policy: str, progress: Progress | None = None,
+                 calibration: Calibration | None = None) -> None:
+        # a calibration fitted from real traces replaces the acceptance model and the roofline
+        fitted = sim_models(exp, policy, calibration)
+        if fitted is None:
+            check_fits(exp)
         self.exp, self.policy, self.progress = exp, policy, progress
         self.k = exp.k
-        self.topk = exp.index_topk
-        self.cost = CostModel(exp, policy)
-        self.fresh_cost = None if policy == "fresh" else CostModel(exp, "fresh")
-        self.acc = AcceptanceModel.from_experiment(exp, policy)
+        self.topk = exp.index_topk if fitted is None else fitted.cost.topk
+        self.cost: CostModel | FittedCost = CostModel(exp, policy) if fitted is None else fitted.cost
+        self.fresh_cost: CostModel | FittedCost | None = (
+            None if policy == "fresh" else CostModel(exp, "fresh") if fitted is None
+            else fitted.fresh_cost)
+        self.acc: AcceptanceModel | FittedAcceptance = (
+            AcceptanceModel.from_experiment(exp, policy) if fitted is None else fitted.acceptance)
         self.expected = exp.acceptance.mode == "expected"
         # one stream for the workload, one for acceptance: every policy sees the same requests
         # and the same uniforms (common random numbers), so policy deltas are not sampling noise
@@ -78,11 +92,17 @@ class Simulator:
                          w.input_len_spread),
             draw_lengths(w_rng, w.num_prompts, w.output_len, w.output_len_distribution,
                          w.output_len_spread), self.k)
-        self.shift = w_rng.normal(0.0, exp.acceptance.request_sigma, w.num_prompts)
+        # per-request acceptance shifts: normal quantiles in random order (stratified), so even
+        # a few hundred requests carry the intended spread and no accidental mean shift
+        n = w.num_prompts
+        self.shift = self.acc.sigma * ndtri((w_rng.permutation(n) + 0.5) / n)
         self.client = Client(intended_send_times(w_rng, w), w.max_concurrency)
         e = exp.engine
-        self.sched = Scheduler(self.reqs, e.max_num_seqs, e.max_num_batched_tokens,
-                               e.enable_chunked_prefill, self.k)
+        if e.scheduler == "reference":  # no token budget; prompts prefilled whole when admitted
+            self.sched = Scheduler(self.reqs, e.max_num_seqs, 2**62, False, self.k)
+        else:
+            self.sched = Scheduler(self.reqs, e.max_num_seqs, e.max_num_batched_tokens,
+                                   e.enable_chunked_prefill, self.k)
         self.log = StepLog({p: 0.0 for p in PHASES})
         self.t = 0.0
         self.finished = 0
@@ -250,6 +270,7 @@ class Simulator:
                    "acceptance_mode": self.exp.acceptance.mode})
 
 
-def simulate(exp: Experiment, policy: str, progress: Progress | None = None) -> Result:
-    """Simulate one policy of `exp`."""
-    return Simulator(exp, policy, progress).run()
+def simulate(exp: Experiment, policy: str, progress: Progress | None = None,
+             calibration: Calibration | None = None) -> Result:
+    """Simulate one policy of `exp` (with a fitted calibration if given or named by the spec)."""
+    return Simulator(exp, policy, progress, calibration).run()
