@@ -34,7 +34,9 @@ def test_ttft_itl_and_output_tokens_follow_the_chunks(backend):
     assert len(records) == 4 and out.num_failed == 0
     for r in records:
         assert r.output_len == 5
-        assert len(r.itl_s) == 4 and all(x >= 0.008 for x in r.itl_s)
+        # One ITL per later chunk, even when TCP hands the client several chunks at once.
+        assert len(r.itl_s) == 4 and all(x >= 0 for x in r.itl_s)
+        assert r.e2el_s >= 0.04  # the server spaced the five chunks 10 ms apart
         assert r.first_token_s >= r.arrival_s
         assert r.finish_s - r.first_token_s == pytest.approx(sum(r.itl_s), abs=1e-6)
     # Two at a time: the third request starts only when one of the first two has finished.
