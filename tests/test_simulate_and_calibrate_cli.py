@@ -101,3 +101,10 @@ def test_measured_rows_are_hidden_when_overrides_change_the_setup(tmp_path):
                                    "workload.output_len=50"], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     assert "measured rows not shown" in res.output and "Simulated vs measured" not in res.output
+
+
+def test_calibrate_without_a_measured_row_exits_2(tmp_path):
+    p = write(tmp_path, SMALL.split("[calibration]")[0])
+    res = CliRunner().invoke(app, ["calibrate", str(p)])
+    assert res.exit_code == 2
+    assert "calibration.measured.fresh" in res.output and "Traceback" not in res.output
