@@ -13,6 +13,7 @@ from rich.console import Console
 from mtpsim.result import Result
 
 if TYPE_CHECKING:
+    from mtpsim.calibration import Calibration
     from mtpsim.spec import Experiment
 
 console = Console()
@@ -22,9 +23,10 @@ _NEUTRAL = ("seed", "policies", "acceptance.", "calibration.", "description", "r
 err_console = Console(stderr=True)
 
 
-def run_policies(exp_path: str, overrides: list[str],
-                 show_progress: bool) -> tuple[Experiment, dict[str, Result]]:
-    """Load the experiment and simulate each of its policies (with a progress bar if asked)."""
+def run_policies(exp_path: str, overrides: list[str], show_progress: bool,
+                 calibration: Calibration | None = None) -> tuple[Experiment, dict[str, Result]]:
+    """Load the experiment and simulate each of its policies (with a progress bar if asked);
+    `calibration` (fitted from traces) replaces the spec's acceptance and cost models."""
     from mtpsim.sim.simulator import simulate
     from mtpsim.spec import load_experiment
 
@@ -32,7 +34,7 @@ def run_policies(exp_path: str, overrides: list[str],
     results: dict[str, Result] = {}
     if not show_progress:
         for policy in exp.policies:
-            results[policy] = simulate(exp, policy)
+            results[policy] = simulate(exp, policy, calibration=calibration)
         return exp, results
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -41,7 +43,8 @@ def run_policies(exp_path: str, overrides: list[str],
         for policy in exp.policies:
             task = bar.add_task(f"simulating {policy}", total=exp.workload.num_prompts)
             results[policy] = simulate(
-                exp, policy, progress=lambda done, _n, task=task: bar.update(task, completed=done))
+                exp, policy, progress=lambda done, _n, task=task: bar.update(task, completed=done),
+                calibration=calibration)
     return exp, results
 
 
@@ -59,6 +62,16 @@ def simulate(
         "--json", help="Print machine-readable JSON (results without per-request records).")] = False,
     out: Annotated[Path | None, typer.Option(
         help="Write one result per policy to DIR/<policy>.json (with per-request records).")] = None,
+    trace: Annotated[list[Path] | None, typer.Option(
+        "--trace", help="Real-mode trace (repeatable, e.g. DIR/fresh.trace.jsonl DIR/share.trace.jsonl): "
+        "fit acceptance, top-k overlap and step cost to it, report the fit, and simulate with it "
+        "instead of the spec's models.")] = None,
+    save_calibration: Annotated[Path | None, typer.Option(
+        help="Write the --trace fit to this JSON file, for an experiment's "
+        "[calibration] file = \"...\".")] = None,
+    plot: Annotated[Path | None, typer.Option(
+        help="Write PNG plots to DIR: per-position acceptance per policy; with --trace, top-k "
+        "overlap vs context per draft step.")] = None,
 ) -> None:
     """Simulate the experiment for each policy and print the upstream PR's benchmark table
     (one column per policy, deltas against the first), the step time per phase, and, where the
@@ -67,7 +80,18 @@ def simulate(
     Precedence: flag > --set > experiment file > preset > default.
     Example: [cyan]mtpsim simulate experiments/pr47352.toml[/cyan]
     """
+    from mtpsim.errors import UserError
     from mtpsim.report import measured_table, phase_table, pr_table, summary_lines
+
+    calibration = None
+    if save_calibration is not None and not trace:
+        raise UserError(None, "--save-calibration", "expected --trace files to fit")
+    if trace:
+        from mtpsim.calibration.report import fit_from_traces, fit_tables
+
+        calibration = fit_from_traces(trace)
+        if save_calibration is not None:
+            calibration.write(save_calibration)
 
     overrides = list(set_ or [])
     if policy:
@@ -78,7 +102,8 @@ def simulate(
         overrides.append('acceptance.mode="expected"')
     t0 = time.perf_counter()
     exp, results = run_policies(str(experiment), overrides,
-                                show_progress=not as_json and err_console.is_terminal)
+                                show_progress=not as_json and err_console.is_terminal,
+                                calibration=calibration)
     wall = time.perf_counter() - t0
     if out is not None:
         for name, res in results.items():
@@ -86,14 +111,28 @@ def simulate(
     if as_json:
         payload = {name: {k: v for k, v in res.to_json().items() if k != "requests"}
                    for name, res in results.items()}
+        extra = {} if calibration is None else {"calibration": calibration.to_json()}
         typer.echo(json.dumps({"experiment": str(experiment), "wall_s": wall,
-                               "results": payload}, indent=2))
+                               "results": payload, **extra}, indent=2))
         return
+    if calibration is not None:
+        for table in fit_tables(calibration):
+            console.print(table)
+        if save_calibration is not None:
+            console.print(f"calibration written to {save_calibration}", highlight=False)
     desc = exp.description or str(experiment)
     console.print(pr_table(results, title=f"{desc} (simulated, seed {exp.seed})"))
     for line in summary_lines(results):
         console.print(line, highlight=False)
     console.print(phase_table(results))
+    from mtpsim.plots import acceptance_terminal
+
+    console.print(acceptance_terminal(results))
+    if plot is not None:
+        from mtpsim.figures import simulate_plots
+
+        for p in simulate_plots(results, plot, trace or []):
+            console.print(f"plot: {p}", highlight=False)
     cal = exp.calibration
     changed = [o for o in set_ or [] if not o.split("=")[0].strip().startswith(_NEUTRAL)]
     if changed and cal.measured:

@@ -246,7 +246,7 @@ def _check_across_sections(exp: Experiment, source: str,
                          *[(f"acceptance.policy_rates.{p}", r) for p, r in a.policy_rates.items()]]:
         if label.startswith("acceptance.policy_rates.") and label.rsplit(".", 1)[1] not in POLICIES:
             raise SpecError(source, label, f"expected a policy from {', '.join(POLICIES)}")
-        if len(rates) < exp.k:  # more are fine: a smaller k uses the first k positions
+        if len(rates) < exp.k and not c.file:  # fewer: only a calibration file may replace them
             raise SpecError(src("acceptance", label.split(".")[1]), label,
                             f"expected at least {exp.k} rates (one per draft position, "
                             f"speculative.num_speculative_tokens = {exp.k}), got {len(rates)}")

@@ -84,6 +84,10 @@ class EngineSpec:
     cudagraph_mode: str = option("full_decode_only", "CUDA-graph mode", one_of(*CUDAGRAPH_MODES))
     gpu_memory_utilization: float = option(0.9, "share of HBM vLLM may use",
                                            unit_interval_open_low)
+    scheduler: str = option("vllm", "how steps are formed: vllm (token budget, chunked prefill) "
+                            "or reference (mtpsim's engine: no token budget; each admitted prompt "
+                            "is prefilled whole in the step after the running requests verify)",
+                            one_of("vllm", "reference"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +179,9 @@ class CalibrationSpec:
     measured_source: str = option("", "where the measured rows come from")
     measured: dict[str, dict[str, float | tuple[float, ...]]] = option(
         {}, "policy -> vLLM bench key -> measured value")
+    file: str = option("", "calibration fitted from real traces (mtpsim simulate --trace ... "
+                       "--save-calibration; relative to the experiment file): replaces the "
+                       "acceptance model and the roofline step cost")
 
 
 @dataclass(frozen=True, slots=True)

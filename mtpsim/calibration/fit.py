@@ -1,0 +1,371 @@
+"""Fit a Calibration to real-mode traces (mtpsim.trace).
+
+- Acceptance: every verified draft position i whose predecessors were accepted is one Bernoulli
+  event (vLLM's conditional rate). Maximum likelihood of
+  `sigmoid(b0_i + b1_i ln(L/L_ref) + u_r) * (1 - (1 - o_i) ** kappa)` with a per-request random
+  shift u_r ~ N(0, sigma) (Gauss-Hermite quadrature), pooled over fresh, share and share_recent
+  with the overlap o_i the trace recorded (1 under fresh and at step 0). Other policies
+  (target_share, whose step 0 is changed too) get their own [b0, b1] per position.
+- Overlap: least squares of the recorded overlap per reuse policy and draft step on
+  `c = sigmoid(u0 + u1 ln(L/K))` through mtpsim.sim.overlap's formulas.
+- Step cost: non-negative least squares of each phase's measured seconds on the features of
+  mtpsim.calibration.models.cost_features (the MTP indexer phase on `fresh` steps only; cost
+  fitted on fresh/share/share_recent steps), plus the median host gap between steps.
+Every fit reports R^2 and residuals.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import least_squares, minimize, nnls
+
+from mtpsim.calibration.models import StepQuantities, cost_features, overlap_from_agreement
+from mtpsim.calibration.schema import (
+    AcceptanceFit,
+    Calibration,
+    CalibrationError,
+    CostFit,
+    OverlapFit,
+    PhaseFit,
+)
+from mtpsim.result import PHASES
+from mtpsim.trace import Trace
+
+POOLED = ("fresh", "share", "share_recent")
+GH_NODES = 16
+CONTEXT_BINS = 6
+
+
+@dataclass(slots=True)
+class Events:
+    """Conditional acceptance events, one per (verification, draft position reached)."""
+
+    policy: list[str] = field(default_factory=list)
+    pos: list[int] = field(default_factory=list)
+    ctx: list[float] = field(default_factory=list)
+    ovl: list[float] = field(default_factory=list)
+    y: list[int] = field(default_factory=list)
+    req: list[int] = field(default_factory=list)
+
+    def arrays(self, mask_policies: Sequence[str]) -> dict[str, np.ndarray]:
+        keep = np.isin(np.asarray(self.policy), list(mask_policies))
+        return {"pos": np.asarray(self.pos)[keep], "ctx": np.asarray(self.ctx, float)[keep],
+                "ovl": np.asarray(self.ovl, float)[keep], "y": np.asarray(self.y, float)[keep],
+                "req": np.asarray(self.req)[keep]}
+
+
+def acceptance_events(traces: Sequence[Trace]) -> Events:
+    ev = Events()
+    req_ids: dict[tuple[int, str], int] = {}
+    for t_i, tr in enumerate(traces):
+        for st in tr.steps:
+            for r in st.requests:
+                rid = req_ids.setdefault((t_i, r.id), len(req_ids))
+                for i in range(min(r.drafted, len(r.accepted))):
+                    if i > 0 and not r.accepted[i - 1]:
+                        break
+                    o = 1.0
+                    if tr.policy != "fresh" and i > 0 and i - 1 < len(r.overlap):
+                        o = float(r.overlap[i - 1])
+                    ev.policy.append(tr.policy)
+                    ev.pos.append(i)
+                    ev.ctx.append(float(r.context_len))
+                    ev.ovl.append(o)
+                    ev.y.append(int(r.accepted[i]))
+                    ev.req.append(rid)
+    return ev
+
+
+def _neg_loglik(theta: np.ndarray, d: dict[str, np.ndarray], k: int, x: np.ndarray,
+                with_kappa: bool, nodes: np.ndarray, weights: np.ndarray, n_req: int) -> float:
+    b0, b1 = theta[:k], theta[k:2 * k]
+    sigma = math.exp(theta[2 * k])
+    g = 1.0
+    if with_kappa:
+        g = 1.0 - (1.0 - np.clip(d["ovl"], 0.0, 1.0)) ** math.exp(theta[2 * k + 1])
+    eta = (b0[d["pos"]] + b1[d["pos"]] * x)[:, None] + math.sqrt(2.0) * sigma * nodes[None, :]
+    p = np.clip(g[:, None] / (1.0 + np.exp(-eta)) if with_kappa else 1.0 / (1.0 + np.exp(-eta)),
+                1e-9, 1 - 1e-9)
+    y = d["y"][:, None]
+    ll = y * np.log(p) + (1 - y) * np.log1p(-p)  # [E, J]
+    per_req = np.zeros((n_req, nodes.size))
+    np.add.at(per_req, d["req"], ll)
+    m = per_req.max(axis=1, keepdims=True)
+    marg = m[:, 0] + np.log(np.exp(per_req - m) @ weights / math.sqrt(math.pi))
+    return -float(marg.sum())
+
+
+def _fit_logistic(d: dict[str, np.ndarray], k: int, ctx_ref: float, with_kappa: bool,
+                  sigma: float | None = None) -> tuple[np.ndarray, float, float | None]:
+    """ML fit -> ([k, 2] rows, sigma, kappa). `sigma` given: held fixed."""
+    x = np.log(d["ctx"] / ctx_ref)
+    nodes, weights = np.polynomial.hermite.hermgauss(GH_NODES)
+    _, req = np.unique(d["req"], return_inverse=True)
+    d = {**d, "req": req}
+    n_req = int(req.max()) + 1 if req.size else 0
+    rates = [np.clip(d["y"][d["pos"] == i].mean() if np.any(d["pos"] == i) else 0.5, 0.02, 0.98)
+             for i in range(k)]
+    theta0 = np.concatenate([np.log(np.divide(rates, np.subtract(1, rates))), np.zeros(k),
+                             [math.log(0.5 if sigma is None else max(sigma, 1e-4))],
+                             [math.log(30.0)] if with_kappa else []])
+    fixed = sigma is not None
+
+    def f(th: np.ndarray) -> float:
+        if fixed:
+            th = th.copy()
+            th[2 * k] = math.log(max(sigma, 1e-4))  # type: ignore[arg-type]
+        return _neg_loglik(th, d, k, x, with_kappa, nodes, weights, n_req)
+
+    bounds = ([(-10, 10)] * k + [(-5, 5)] * k + [(math.log(1e-4), math.log(5.0))]
+              + ([(math.log(0.5), math.log(1e4))] if with_kappa else []))
+    sol = minimize(f, theta0, method="L-BFGS-B", bounds=bounds, options={"maxiter": 300})
+    th = sol.x
+    rows = np.stack([th[:k], th[k:2 * k]], axis=1)
+    out_sigma = float(sigma) if fixed else math.exp(th[2 * k])  # type: ignore[arg-type]
+    if out_sigma < 2e-4:
+        out_sigma = 0.0
+    return rows, out_sigma, (math.exp(th[2 * k + 1]) if with_kappa else None)
+
+
+def _acceptance_report(ev: Events, cal_predict, k: int) -> dict:
+    """Observed vs predicted conditional rate per policy, position and context bin; R^2 over
+    the bins (weighted by events) and the mean absolute residual in points."""
+    out: dict[str, object] = {}
+    pol = np.asarray(ev.policy)
+    for p in sorted(set(ev.policy)):
+        d = ev.arrays([p])
+        pred = cal_predict(p, d)
+        edges = np.quantile(d["ctx"], np.linspace(0, 1, CONTEXT_BINS + 1))
+        cells, obs, fit, w = [], [], [], []
+        for i in range(k):
+            for b in range(CONTEXT_BINS):
+                m = (d["pos"] == i) & (d["ctx"] >= edges[b]) & (
+                    (d["ctx"] <= edges[b + 1]) if b == CONTEXT_BINS - 1 else (d["ctx"] < edges[b + 1]))
+                if m.sum() < 5:
+                    continue
+                cells.append({"pos": i, "context": [float(edges[b]), float(edges[b + 1])],
+                              "n": int(m.sum()), "observed": float(d["y"][m].mean()),
+                              "predicted": float(pred[m].mean())})
+                obs.append(d["y"][m].mean())
+                fit.append(pred[m].mean())
+                w.append(m.sum())
+        obs_a, fit_a, w_a = np.asarray(obs), np.asarray(fit), np.asarray(w, float)
+        mean = np.average(obs_a, weights=w_a) if w_a.size else math.nan
+        ss_tot = float(np.sum(w_a * (obs_a - mean) ** 2))
+        ss_res = float(np.sum(w_a * (obs_a - fit_a) ** 2))
+        out[p] = {"events": int((pol == p).sum()),
+                  "r2": 1 - ss_res / ss_tot if ss_tot > 0 else math.nan,
+                  "mean_abs_residual_pts": float(np.average(np.abs(obs_a - fit_a), weights=w_a) * 100)
+                  if w_a.size else math.nan,
+                  "per_position": [{"pos": i, "observed": float(d["y"][d["pos"] == i].mean()),
+                                    "predicted": float(pred[d["pos"] == i].mean()),
+                                    "n": int((d["pos"] == i).sum())}
+                                   for i in range(k) if np.any(d["pos"] == i)],
+                  "bins": cells}
+    return out
+
+
+def fit_acceptance(traces: Sequence[Trace]) -> AcceptanceFit:
+    ev = acceptance_events(traces)
+    if not ev.y:
+        raise CalibrationError(None, "traces", "expected verified drafts in the traces (none found)")
+    k = max(tr.num_speculative_tokens for tr in traces)
+    ctx_ref = float(np.exp(np.mean(np.log(ev.ctx))))
+    pooled = [p for p in POOLED if p in set(ev.policy)]
+    with_kappa = any(p != "fresh" for p in pooled)
+    base_rows, sigma, kappa = None, 0.0, None
+    if pooled:
+        d = ev.arrays(pooled)
+        with_kappa = with_kappa and bool(np.any(d["ovl"] < 1.0))
+        base_rows, sigma, kappa = _fit_logistic(d, k, ctx_ref, with_kappa)
+    own: dict[str, list[list[float]]] = {}
+    for p in sorted(set(ev.policy) - set(POOLED)):
+        rows, s, _ = _fit_logistic(ev.arrays([p]), k, ctx_ref, False, sigma=sigma if pooled else None)
+        own[p] = rows.tolist()
+        if not pooled:
+            sigma = s
+    if base_rows is None:  # no fresh-like policy: the base is the first own fit
+        base_rows = np.asarray(next(iter(own.values())))
+
+    def predict(policy: str, d: dict[str, np.ndarray]) -> np.ndarray:
+        # mean over the request spread: E[sigmoid(eta + u)] by quadrature
+        rows = np.asarray(own.get(policy, base_rows))
+        x = np.log(d["ctx"] / ctx_ref)
+        nodes, weights = np.polynomial.hermite.hermgauss(GH_NODES)
+        eta = (rows[d["pos"], 0] + rows[d["pos"], 1] * x)[:, None] + math.sqrt(2) * sigma * nodes
+        a = (1 / (1 + np.exp(-eta))) @ weights / math.sqrt(math.pi)
+        if policy in ("share", "share_recent") and kappa is not None:
+            a = a * (1 - (1 - np.clip(d["ovl"], 0, 1)) ** kappa)
+        return a
+
+    report = _acceptance_report(ev, predict, k)
+    return AcceptanceFit(ctx_ref, np.asarray(base_rows).tolist(), kappa, sigma, own, report)
+
+
+def fit_overlap(traces: Sequence[Trace]) -> OverlapFit:
+    data: dict[str, dict[int, list[tuple[float, float, int]]]] = {}
+    for tr in traces:
+        if tr.policy == "fresh":
+            continue
+        for st in tr.steps:
+            for r in st.requests:
+                for s_1, o in enumerate(r.overlap):
+                    data.setdefault(tr.policy, {}).setdefault(s_1 + 1, []).append(
+                        (float(r.context_len), float(o), tr.index_topk))
+    fits: dict[str, list[list[float]]] = {}
+    report: dict[str, object] = {}
+    for policy, steps in sorted(data.items()):
+        rows, rep = [], []
+        for s in range(1, max(steps) + 1):
+            pts = np.asarray(steps.get(s, []), float)
+            if pts.size == 0:
+                rows.append(rows[-1] if rows else [0.0, 0.0])
+                continue
+            L, o, K = pts[:, 0], pts[:, 1], pts[:, 2]
+
+            def resid(u: np.ndarray, L=L, o=o, K=K, s=s, policy=policy) -> np.ndarray:
+                c = 1 / (1 + np.exp(-(u[0] + u[1] * np.log(np.maximum(L, 1) / K))))
+                return overlap_from_agreement(policy, L, s, K, c) - o  # type: ignore[arg-type]
+
+            sol = least_squares(resid, np.array([-1.0, 0.0]), bounds=([-15, -10], [15, 10]))
+            res = resid(sol.x)
+            ss_tot = float(np.sum((o - o.mean()) ** 2))
+            rows.append([float(sol.x[0]), float(sol.x[1])])
+            rep.append({"step": s, "n": int(o.size), "mean_observed": float(o.mean()),
+                        "mean_predicted": float((res + o).mean()),
+                        "r2": 1 - float(np.sum(res ** 2)) / ss_tot if ss_tot > 0 else math.nan,
+                        "rmse": float(np.sqrt(np.mean(res ** 2)))})
+        fits[policy] = rows
+        report[policy] = rep
+    return OverlapFit(fits, report)
+
+
+def step_quantities(tr: Trace) -> tuple[StepQuantities, np.ndarray]:
+    """Per-step quantities reconstructed from a trace, and the host gap after each step.
+
+    Prompt lengths come from each request's first verification (context = prompt + 1 token),
+    which follows its prefill step; requests whose last verification is in a step finish
+    there and do not draft."""
+    first: dict[str, tuple[int, int]] = {}
+    last: dict[str, int] = {}
+    for j, st in enumerate(tr.steps):
+        for r in st.requests:
+            first.setdefault(r.id, (j, r.context_len - 1))
+            last[r.id] = j
+    prompts_after: dict[int, list[int]] = {}
+    for j, plen in first.values():
+        prompts_after.setdefault(j - 1, []).append(plen)
+    known = [p for v in prompts_after.values() for p in v]
+    mean_prompt = float(np.mean(known)) if known else 0.0
+    K = tr.index_topk
+    cols: dict[str, list[float]] = {n: [] for n in StepQuantities.__dataclass_fields__}
+    for j, st in enumerate(tr.steps):
+        ctx = np.asarray([r.context_len for r in st.requests], float)
+        finishing = np.asarray([last[r.id] == j for r in st.requests], bool)
+        plens = list(prompts_after.get(j, []))[:st.num_prefills]
+        plens += [mean_prompt] * (st.num_prefills - len(plens))
+        p_arr = np.asarray(plens, float)
+        new_ctx = p_arr  # a prefilled prompt drafts at context = prompt length
+        cols["num_decode"].append(float(ctx.size))
+        cols["decode_ctx"].append(float(ctx.sum()))
+        cols["decode_keys"].append(float(np.minimum(ctx, K).sum()))
+        cols["num_draft"].append(float((~finishing).sum() + p_arr.size))
+        cols["draft_ctx"].append(float(ctx[~finishing].sum() + new_ctx.sum()))
+        cols["draft_keys"].append(float(np.minimum(ctx[~finishing], K).sum() + np.minimum(new_ctx, K).sum()))
+        cols["prefill_done"].append(float(p_arr.size))
+        cols["prefill_tokens"].append(float(p_arr.sum()))
+        cols["prefill_pairs"].append(float((p_arr * (p_arr + 1) / 2).sum()))
+    q = StepQuantities(**{n: np.asarray(v, float) for n, v in cols.items()})
+    t = np.asarray([st.time_s for st in tr.steps], float)
+    busy = np.asarray([sum(st.phases.values()) + st.shadow_s for st in tr.steps], float)
+    gaps = np.maximum(np.diff(t) - busy[:-1], 0.0) if t.size > 1 else np.zeros(0)
+    return q, gaps
+
+
+def fit_cost(traces: Sequence[Trace]) -> CostFit:
+    X: dict[str, list[np.ndarray]] = {p: [] for p in PHASES}
+    Y: dict[str, list[np.ndarray]] = {p: [] for p in PHASES}
+    names: dict[str, list[str]] = {}
+    gaps: list[np.ndarray] = []
+    total_meas, total_rows = [], []
+    for tr in traces:
+        if tr.policy not in POOLED or not tr.steps:
+            continue
+        q, g = step_quantities(tr)
+        gaps.append(g)
+        feats = cost_features(q, tr.num_speculative_tokens)
+        total_meas.append(np.asarray([sum(st.phases.values()) for st in tr.steps]))
+        total_rows.append((feats, tr.policy))
+        for p in PHASES:
+            if p == "draft_decode_indexer" and tr.policy != "fresh":
+                continue
+            names[p] = list(feats[p])
+            X[p].append(np.stack([feats[p][n] for n in names[p]], axis=1))
+            Y[p].append(np.asarray([st.phases[p] for st in tr.steps], float))
+    if not total_meas:
+        raise CalibrationError(None, "traces", "expected a trace of fresh, share or share_recent "
+                               "with engine steps to fit the step cost")
+    phases: dict[str, PhaseFit] = {}
+    for p in PHASES:
+        if not X[p]:  # e.g. the indexer phase without a fresh trace: unknown, not zero
+            raise CalibrationError(None, "traces", f"expected a fresh trace to fit the {p} phase")
+        A, y = np.concatenate(X[p]), np.concatenate(Y[p])
+        scale = np.maximum(np.abs(A).max(axis=0), 1e-12)
+        coef, _ = nnls(A / scale, y, maxiter=50 * A.shape[1])
+        coef = coef / scale
+        res = A @ coef - y
+        ss_tot = float(np.sum((y - y.mean()) ** 2))
+        phases[p] = PhaseFit(names[p], [float(c) for c in coef],
+                             1 - float(np.sum(res ** 2)) / ss_tot if ss_tot > 0 else math.nan,
+                             float(np.sqrt(np.mean(res ** 2))), int(y.size))
+    gap = float(np.median(np.concatenate(gaps))) if any(g.size for g in gaps) else 0.0
+    # whole-step fit: R^2 of the step time and error of the summed time per trace
+    pred_all, meas_all, per_trace = [], [], []
+    for (feats, policy), meas in zip(total_rows, total_meas, strict=True):
+        pred = np.zeros_like(meas, dtype=float)
+        for p, fit in phases.items():
+            if p == "draft_decode_indexer" and policy != "fresh":
+                continue
+            pred = pred + sum(c * feats[p][n] for n, c in zip(fit.features, fit.coef, strict=True))
+        pred_all.append(pred)
+        meas_all.append(meas)
+        per_trace.append({"policy": policy, "steps": int(meas.size), "measured_s": float(meas.sum()),
+                          "predicted_s": float(pred.sum()),
+                          "error_pct": 100 * (float(pred.sum()) / float(meas.sum()) - 1)})
+    pa, ma = np.concatenate(pred_all), np.concatenate(meas_all)
+    ss_tot = float(np.sum((ma - ma.mean()) ** 2))
+    decode = ma < np.median(ma) * 3
+    report = {"step_r2": 1 - float(np.sum((pa - ma) ** 2)) / ss_tot if ss_tot > 0 else math.nan,
+              "step_mape_pct": float(np.mean(np.abs(pa[decode] / ma[decode] - 1)) * 100),
+              "traces": per_trace}
+    return CostFit(phases, gap, report)
+
+
+def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = ()) -> Calibration:
+    """Fit every model to the traces; `sources` names them in the file."""
+    if not traces:
+        raise CalibrationError(None, "--trace", "expected at least one trace")
+    engines = {tr.engine for tr in traces}
+    ctx = [r.context_len for tr in traces for st in tr.steps for r in st.requests]
+    batch = [st.num_reqs for tr in traces for st in tr.steps if st.num_reqs]
+    srcs = []
+    for i, tr in enumerate(traces):
+        srcs.append({"path": str(sources[i]) if i < len(sources) else f"<trace {i}>",
+                     "policy": tr.policy, "engine": tr.engine, "k": tr.num_speculative_tokens,
+                     "index_topk": tr.index_topk, "steps": len(tr.steps),
+                     "requests": len({r.id for st in tr.steps for r in st.requests}),
+                     "device": tr.meta.get("device"), "threads": tr.meta.get("threads"),
+                     "weights": tr.meta.get("weights"), "experiment": tr.meta.get("experiment")})
+    return Calibration(
+        engine=",".join(sorted(engines)), sources=srcs, acceptance=fit_acceptance(traces),
+        overlap=fit_overlap(traces), cost=fit_cost(traces),
+        ranges={"context_len": [float(min(ctx, default=0)), float(max(ctx, default=0))],
+                "num_reqs": [float(min(batch, default=0)), float(max(batch, default=0))],
+                "k": sorted({float(tr.num_speculative_tokens) for tr in traces}),
+                "index_topk": sorted({float(tr.index_topk) for tr in traces})},
+        created=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))

@@ -1,0 +1,95 @@
+"""Rich tables of a calibration's fit (residuals, R^2), and loading traces for a fit."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.table import Table
+
+from mtpsim.calibration.schema import Calibration
+from mtpsim.result import PHASES
+
+
+def fit_from_traces(paths: Sequence[Path]) -> Calibration:
+    """Read the traces (TraceError names a bad file) and fit a calibration to them."""
+    from mtpsim.calibration.fit import fit_traces
+    from mtpsim.trace import read_trace
+
+    return fit_traces([read_trace(p) for p in paths], sources=[str(p) for p in paths])
+
+
+def _f(x: float | None, fmt: str = ".3f") -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def acceptance_fit_table(cal: Calibration) -> Table:
+    a = cal.acceptance
+    kappa = "-" if a.kappa is None else f"{a.kappa:.3g}"
+    t = Table(title=f"Acceptance fit: conditional rate per position (L_ref {a.context_ref:.0f}, "
+              f"request spread sigma {a.sigma:.2f}, overlap->acceptance kappa {kappa})",
+              title_justify="left")
+    for col in ("Policy", "Pos", "Events", "Observed", "Fitted", "b0", "b1 (per ln L)"):
+        t.add_column(col, justify="left" if col == "Policy" else "right")
+    for policy, rep in a.report.items():
+        rows = a.policies.get(policy, a.base)
+        for j, pp in enumerate(rep.get("per_position", [])):
+            i = pp["pos"]
+            b0, b1 = rows[min(i, len(rows) - 1)]
+            t.add_row(policy if j == 0 else "", str(i), str(pp["n"]), f"{100 * pp['observed']:.2f}%",
+                      f"{100 * pp['predicted']:.2f}%", f"{b0:+.3f}", f"{b1:+.3f}")
+        t.add_row("", "bins", str(rep.get("events", "")), "", "",
+                  f"R² {_f(rep.get('r2'), '.2f')}",
+                  f"|res| {_f(rep.get('mean_abs_residual_pts'), '.2f')} pts", end_section=True)
+    return t
+
+
+def overlap_fit_table(cal: Calibration) -> Table:
+    t = Table(title="Top-k overlap fit (reused vs fresh row, per draft step)", title_justify="left")
+    for col in ("Policy", "Step", "Records", "Observed", "Fitted", "R²", "RMSE"):
+        t.add_column(col, justify="left" if col == "Policy" else "right")
+    for policy, steps in cal.overlap.report.items():
+        for j, s in enumerate(steps):
+            t.add_row(policy if j == 0 else "", str(s["step"]), str(s["n"]),
+                      f"{s['mean_observed']:.3f}", f"{s['mean_predicted']:.3f}", _f(s.get("r2"), ".2f"),
+                      _f(s.get("rmse")))
+    return t
+
+
+def cost_fit_table(cal: Calibration) -> Table:
+    c = cal.cost
+    t = Table(title=f"Step-cost fit to measured phase timings (host gap {1e6 * c.gap_s:.0f} µs/step; "
+              f"step R² {_f(c.report.get('step_r2'), '.3f')}, decode-step MAPE "
+              f"{_f(c.report.get('step_mape_pct'), '.1f')} %)", title_justify="left")
+    for col in ("Phase", "Steps", "R²", "RMSE (ms)", "Coefficients"):
+        t.add_column(col, justify="left" if col in ("Phase", "Coefficients") else "right")
+    for p in PHASES:
+        fit = c.phases[p]
+        coefs = ", ".join(f"{n} {1e6 * v:.3g}µs" for n, v in zip(fit.features, fit.coef, strict=True) if v)
+        t.add_row(p, str(fit.n), _f(fit.r2, ".3f"), _f(1e3 * fit.rmse_s, ".3f"), coefs or "0")
+    for tr in c.report.get("traces", []):
+        t.add_row(f"  total, {tr['policy']}", str(tr["steps"]), "", "",
+                  f"measured {tr['measured_s']:.2f} s, fitted {tr['predicted_s']:.2f} s "
+                  f"({tr['error_pct']:+.1f} %)")
+    return t
+
+
+def fit_tables(cal: Calibration) -> list[Table]:
+    return [acceptance_fit_table(cal), overlap_fit_table(cal), cost_fit_table(cal)]
+
+
+def overlap_points(paths: Sequence[Path]) -> dict[str, list[tuple[int, int, float]]]:
+    """policy -> (draft step, context length, overlap) from traces, for plots.overlap."""
+    from mtpsim.trace import read_trace
+
+    out: dict[str, list[tuple[int, int, float]]] = {}
+    for p in paths:
+        tr = read_trace(p)
+        if tr.policy == "fresh":
+            continue
+        pts = out.setdefault(tr.policy, [])
+        for st in tr.steps:
+            for r in st.requests:
+                pts.extend((s + 1, r.context_len, float(o)) for s, o in enumerate(r.overlap))
+    return out

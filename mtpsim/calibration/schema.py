@@ -1,0 +1,222 @@
+"""The calibration file (format `mtpsim-calibration`, version 1): JSON, written atomically.
+
+    {"format": "mtpsim-calibration", "version": 1, "mtpsim_version": "0.1.0", "engine": "reference",
+     "created": "2026-11-29T10:40:00Z", "sources": [{"path": ..., "policy": "fresh", "k": 4, ...}],
+     "acceptance": {"context_ref": 700.0, "base": [[b0, b1], ...], "kappa": 40.0, "sigma": 0.8,
+                    "policies": {"target_share": [[b0, b1], ...]}, "report": {...}},
+     "overlap": {"policies": {"share": [[u0, u1], ...]}, "report": {...}},
+     "cost": {"gap_s": 8e-05, "phases": {"verify": {"features": [...], "coef": [...],
+              "r2": 0.97, "rmse_s": 0.001, "n": 900}, ...}, "report": {...}},
+     "ranges": {"context_len": [300, 1500], "num_reqs": [1, 8], "k": [4], "index_topk": [64]}}
+
+Models (mtpsim.calibration.models): conditional acceptance at draft position i and context L is
+`sigmoid(b0_i + b1_i * ln(L / context_ref) + u) * (1 - (1 - o_i) ** kappa)`, u ~ N(0, sigma) per
+request, o_i the policy's top-k overlap at draft step i (1 for `fresh` and at step 0); policies
+listed under `acceptance.policies` use their own [b0, b1] instead. Overlap at draft step s >= 1:
+agreement beyond chance `c = sigmoid(u0_s + u1_s * ln(L / K))`, fed through the formulas of
+mtpsim.sim.overlap. Step cost: each phase is `coef . features` (seconds), plus `gap_s` per step.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtpsim import __version__
+from mtpsim.errors import UserError
+from mtpsim.fileio import atomic_write_json
+from mtpsim.result import PHASES
+
+FORMAT = "mtpsim-calibration"
+VERSION = 1
+
+
+class CalibrationError(UserError):
+    """A calibration file is missing, malformed, or lacks what a simulation needs."""
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptanceFit:
+    context_ref: float
+    base: list[list[float]]  # [k][b0, b1]: overlap-1 conditional acceptance per position
+    kappa: float | None  # overlap -> acceptance; None when no trace of a reuse policy had overlap
+    sigma: float  # between-request spread (logit SD)
+    policies: dict[str, list[list[float]]] = field(default_factory=dict)  # fitted on their own
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class OverlapFit:
+    policies: dict[str, list[list[float]]]  # policy -> [k-1][u0, u1] for draft steps 1..k-1
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseFit:
+    features: list[str]
+    coef: list[float]  # seconds per unit of each feature
+    r2: float
+    rmse_s: float
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class CostFit:
+    phases: dict[str, PhaseFit]
+    gap_s: float  # host time between engine steps (the serving loop), per step
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    engine: str
+    sources: list[dict[str, Any]]
+    acceptance: AcceptanceFit
+    overlap: OverlapFit
+    cost: CostFit
+    ranges: dict[str, list[float]]
+    created: str = ""
+    mtpsim_version: str = __version__
+    path: str = "<memory>"  # where it was read from (not written)
+
+    @property
+    def policies(self) -> set[str]:
+        return {str(s["policy"]) for s in self.sources}
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"format": FORMAT, "version": VERSION, **asdict(self)}
+        out.pop("path")
+        return _finite(out)
+
+    def write(self, path: str | Path) -> None:
+        atomic_write_json(path, self.to_json())
+
+
+def _finite(x: Any) -> Any:
+    """NaN/inf -> None, so the file is strict JSON."""
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+class _Reader:
+    """Typed field access that names the file and the field on every problem."""
+
+    def __init__(self, source: Path) -> None:
+        self.source = source
+
+    def fail(self, where: str, expected: str) -> CalibrationError:
+        return CalibrationError(self.source, where, expected)
+
+    def get(self, obj: Any, key: str, where: str) -> Any:
+        if not isinstance(obj, dict) or key not in obj:
+            raise self.fail(f"{where}{key}", "missing")
+        return obj[key]
+
+    def num(self, obj: Any, key: str, where: str, optional: bool = False) -> float | None:
+        v = self.get(obj, key, where)
+        if v is None and optional:
+            return None
+        if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
+            raise self.fail(f"{where}{key}", f"expected a number, got {v!r}")
+        return float(v)
+
+    def table(self, obj: Any, key: str, where: str) -> dict[str, Any]:
+        v = self.get(obj, key, where)
+        if not isinstance(v, dict):
+            raise self.fail(f"{where}{key}", f"expected an object, got {v!r}")
+        return v
+
+    def rows(self, v: Any, where: str, width: int) -> list[list[float]]:
+        ok = isinstance(v, list) and all(
+            isinstance(r, list) and len(r) == width
+            and all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in r)
+            for r in v)
+        if not ok:
+            raise self.fail(where, f"expected a list of [{', '.join(['number'] * width)}] rows")
+        return [[float(x) for x in r] for r in v]
+
+
+def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibration:
+    rd = _Reader(Path(source))
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        raise rd.fail("format", f"expected \"{FORMAT}\" (a file written by mtpsim simulate "
+                      "--trace ... --save-calibration)")
+    if obj.get("version") != VERSION:
+        raise rd.fail("version", f"expected {VERSION}, got {obj.get('version')!r}")
+    acc = rd.table(obj, "acceptance", "")
+    base = rd.rows(rd.get(acc, "base", "acceptance."), "acceptance.base", 2)
+    if not base:
+        raise rd.fail("acceptance.base", "expected at least one draft position")
+    sigma = rd.num(acc, "sigma", "acceptance.")
+    kappa = rd.num(acc, "kappa", "acceptance.", optional=True)
+    if sigma is None or sigma < 0 or (kappa is not None and kappa <= 0):
+        raise rd.fail("acceptance.sigma", "expected sigma >= 0 and kappa > 0 (or null)")
+    pol = rd.table(acc, "policies", "acceptance.")
+    policies = {str(p): rd.rows(v, f"acceptance.policies.{p}", 2) for p, v in pol.items()}
+    ctx_ref = rd.num(acc, "context_ref", "acceptance.")
+    if ctx_ref is None or ctx_ref <= 0:
+        raise rd.fail("acceptance.context_ref", "expected a positive number")
+    ov = rd.table(obj, "overlap", "")
+    ov_pol = rd.table(ov, "policies", "overlap.")
+    overlap = OverlapFit({str(p): rd.rows(v, f"overlap.policies.{p}", 2) for p, v in ov_pol.items()},
+                         dict(ov.get("report") or {}))
+    cost = rd.table(obj, "cost", "")
+    phases_raw = rd.table(cost, "phases", "cost.")
+    phases: dict[str, PhaseFit] = {}
+    for p in PHASES:
+        ph = rd.table(phases_raw, p, "cost.phases.")
+        where = f"cost.phases.{p}."
+        feats, coef = rd.get(ph, "features", where), rd.get(ph, "coef", where)
+        if (not isinstance(feats, list) or not all(isinstance(f, str) for f in feats)
+                or not isinstance(coef, list) or len(coef) != len(feats)
+                or not all(isinstance(c, int | float) and not isinstance(c, bool) and math.isfinite(c)
+                           for c in coef)):
+            raise rd.fail(f"{where}coef", "expected one number per name in features")
+        phases[p] = PhaseFit(list(feats), [float(c) for c in coef],
+                             float(rd.num(ph, "r2", where, optional=True) or math.nan),
+                             float(rd.num(ph, "rmse_s", where, optional=True) or math.nan),
+                             int(rd.num(ph, "n", where) or 0))
+    gap = rd.num(cost, "gap_s", "cost.")
+    sources = rd.get(obj, "sources", "")
+    if not isinstance(sources, list) or not sources or not all(
+            isinstance(s, dict) and isinstance(s.get("policy"), str) for s in sources):
+        raise rd.fail("sources", "expected a non-empty list of {path, policy, ...} objects")
+    ranges = rd.table(obj, "ranges", "")
+    return Calibration(
+        engine=str(obj.get("engine", "")), sources=sources,
+        acceptance=AcceptanceFit(float(ctx_ref), base, kappa, float(sigma), policies,
+                                 dict(acc.get("report") or {})),
+        overlap=overlap, cost=CostFit(phases, float(gap or 0.0), dict(cost.get("report") or {})),
+        ranges={str(k): list(v) for k, v in ranges.items() if isinstance(v, list)},
+        created=str(obj.get("created", "")), mtpsim_version=str(obj.get("mtpsim_version", "?")),
+        path=str(source))
+
+
+_CACHE: dict[tuple[str, int, int], Calibration] = {}
+
+
+def read_calibration(path: str | Path) -> Calibration:
+    """Read and validate a calibration file (cached by path, size and mtime)."""
+    path = Path(path)
+    try:
+        st = path.stat()
+        key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+        if key in _CACHE:
+            return _CACHE[key]
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CalibrationError(path, None, "file not found (write one with mtpsim simulate "
+                               "--trace ... --save-calibration)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CalibrationError(path, None, f"expected a JSON calibration file ({e})") from None
+    cal = calibration_from_json(obj, path)
+    _CACHE[key] = cal
+    return cal
