@@ -60,7 +60,7 @@ def main() -> None:
           f"{'out tokens':>11} {'steps':>7} {'py iters':>9} {'x wall':>7}")
     base = None
     for name, overrides in cases:
-        r = run_case(args.experiment, overrides, args.repeat if name == "base" else 1)
+        r = run_case(args.experiment, overrides, args.repeat)
         base = base or r["wall_s"]
         print(f"{name:<18} {r['wall_s']:>8.3f} {r['sim_s']:>9.1f} {r['sim_s'] / r['wall_s']:>9.0f} "
               f"{r['requests']:>9.0f} {r['tokens']:>11,.0f} {r['steps']:>7.0f} "

@@ -182,10 +182,13 @@ class CostModel:
         # target forward: verification of k+1 tokens per decoding request, plus prompt chunks
         v_tok = s.num_decode * q
         verify = self._target(v_tok, q * s.decode_keys, q * s.decode_ctx, s.decode_ctx, v_tok)
-        both = self._target(v_tok + s.prefill_tokens, q * s.decode_keys + s.prefill_keys,
-                            q * s.decode_ctx + s.prefill_pairs, s.decode_ctx + s.prefill_reads,
-                            v_tok + s.prefill_done)
-        prefill = both - verify if s.prefill_tokens else np.zeros_like(verify)
+        if s.prefill_tokens:
+            both = self._target(v_tok + s.prefill_tokens, q * s.decode_keys + s.prefill_keys,
+                                q * s.decode_ctx + s.prefill_pairs,
+                                s.decode_ctx + s.prefill_reads, v_tok + s.prefill_done)
+            prefill = both - verify
+        else:
+            prefill = np.zeros_like(verify)
         # draft step 0: the MTP layer over the newly verified tokens and the prompt chunks
         d_tok = v_tok + s.prefill_tokens
         draft_prefill = (
