@@ -94,7 +94,10 @@ class CostModel:
     def _roof(self, nbytes: Num, flops_time: Num, kernels: float) -> Num:
         c, hw = self.exp.calibration, self.exp.hardware
         t_mem = nbytes / (hw.hbm_tbps * 1e12 * c.mem_efficiency)
-        return np.maximum(np.maximum(t_mem, flops_time), kernels * hw.kernel_floor_us * 1e-6)
+        floor = kernels * hw.kernel_floor_us * 1e-6
+        if isinstance(t_mem, np.ndarray) or isinstance(flops_time, np.ndarray):
+            return np.maximum(np.maximum(t_mem, flops_time), floor)
+        return max(t_mem, flops_time, floor)  # scalar steps: plain floats are much faster
 
     def _rate(self, dtype: str) -> float:
         hw, c = self.exp.hardware, self.exp.calibration
@@ -109,7 +112,7 @@ class CostModel:
         lin_dtype = "bf16" if m.quantization == "bf16" else "fp8"
         exp_dtype = {"bf16": "bf16", "fp8": "fp8", "nvfp4": "fp4"}[m.quantization]
         e, k = m.num_routed_experts, m.num_experts_per_tok
-        touched = e * (1.0 - (1.0 - k / e) ** np.asarray(tokens, float))
+        touched = e * (1.0 - (1.0 - k / e) ** tokens)
         lin_params = (n_attn * (p["attn_rep"] + p["attn_sh"] / tp) + n_indexer * p["indexer"]
                       + n_dense * p["dense"] / tp + extra_params)
         nbytes = (lin_params * b_lin
@@ -121,7 +124,7 @@ class CostModel:
         kernels = (n_attn * KERNELS["attn_gemm"] + n_dense * KERNELS["dense_mlp"]
                    + n_moe * KERNELS["moe"] + n_indexer * KERNELS["indexer_gemm"]
                    + (n_attn + n_dense + n_moe) * KERNELS["norm"])
-        return np.where(np.asarray(tokens) > 0, self._roof(nbytes, flops_time, kernels), 0.0)
+        return self._roof(nbytes, flops_time, kernels) * (tokens > 0)
 
     def _attention(self, n_layers: int, keys: Num) -> Num:
         """Sparse MLA: each query reads min(context, top-k) latent entries per layer."""
@@ -129,9 +132,8 @@ class CostModel:
         nbytes = n_layers * keys * m.kv_bytes_per_token
         flops = n_layers * keys * 2 * (m.num_heads / self._tp) * (2 * m.kv_lora_rank
                                                                   + m.qk_rope_head_dim)
-        return np.where(np.asarray(keys) > 0,
-                        self._roof(nbytes, flops / self._rate("bf16"),
-                                   n_layers * KERNELS["attention"]), 0.0)
+        return self._roof(nbytes, flops / self._rate("bf16"),
+                          n_layers * KERNELS["attention"]) * (keys > 0)
 
     def _indexer(self, n_layers: int, pairs: Num, reads: Num) -> Num:
         """Lightning indexer (replicated on every TP rank) + top-k: keys read once per request,
@@ -139,29 +141,28 @@ class CostModel:
         m = self.exp.model
         nbytes = n_layers * (reads * m.indexer_bytes_per_token + pairs * 4 * 2)
         flops = n_layers * pairs * 2 * m.index_n_heads * m.index_head_dim
-        return np.where(np.asarray(pairs) > 0,
-                        self._roof(nbytes, flops / self._rate("fp8"),
-                                   n_layers * (KERNELS["indexer"] + KERNELS["topk"])), 0.0)
+        return self._roof(nbytes, flops / self._rate("fp8"),
+                          n_layers * (KERNELS["indexer"] + KERNELS["topk"])) * (pairs > 0)
 
     def _allreduce(self, n_layers: int, tokens: Num) -> Num:
         tp, hw, c = self._tp, self.exp.hardware, self.exp.calibration
         if tp == 1:
-            return np.zeros_like(np.asarray(tokens, float))
+            return 0.0 * tokens
         nbytes = tokens * self.exp.model.hidden_size * 2 * 2 * (tp - 1) / tp
         t = 2 * n_layers * (hw.allreduce_latency_us * 1e-6
                             + nbytes / (hw.nvlink_gbps * 1e9 * c.comm_efficiency))
-        return np.where(np.asarray(tokens) > 0, t, 0.0)
+        return t * (tokens > 0)
 
     def _head(self, rows: Num) -> Num:
         """Vocab-parallel LM head (bf16) over `rows` positions, then sampling over the vocab."""
         m, tp = self.exp.model, self._tp
         v, h = m.vocab_size, m.hidden_size
         head = self._roof(v * h * 2 / tp, 2 * rows * v * h / tp / self._rate("bf16"), 1)
-        return np.where(np.asarray(rows) > 0, head + self._sampling(rows), 0.0)
+        return (head + self._sampling(rows)) * (rows > 0)
 
     def _sampling(self, rows: Num) -> Num:
         nbytes = rows * self.exp.model.vocab_size * 4 * 3
-        return np.where(np.asarray(rows) > 0, self._roof(nbytes, 0.0, SAMPLING_KERNELS), 0.0)
+        return self._roof(nbytes, 0.0, SAMPLING_KERNELS) * (rows > 0)
 
     def _target(self, tokens: Num, keys: Num, pairs: Num, reads: Num, rows: Num) -> Num:
         m = self.exp.model
@@ -188,7 +189,7 @@ class CostModel:
                                 s.decode_ctx + s.prefill_reads, v_tok + s.prefill_done)
             prefill = both - verify
         else:
-            prefill = np.zeros_like(verify)
+            prefill = 0.0 * verify
         # draft step 0: the MTP layer over the newly verified tokens and the prompt chunks
         d_tok = v_tok + s.prefill_tokens
         draft_prefill = (
@@ -214,11 +215,11 @@ class CostModel:
                 indexer = steps * (self._gemms(b, 0, 0, 0, n_mtp)
                                    + self._indexer(n_mtp, s.draft_ctx, s.draft_ctx))
             else:
-                indexer = np.zeros_like(rest)
+                indexer = 0.0 * rest
                 if self.policy == "share_recent":  # write the drafted positions into the row
                     rest = rest + steps * self._roof(0.0, 0.0, n_mtp)
         else:
-            rest = indexer = np.zeros_like(np.asarray(verify, float))
+            rest = indexer = 0.0 * verify
         reject = self._sampling(v_tok) + self._sampling(s.prefill_done)
         c = self.exp.calibration
         with_prefill, decode_only = EAGER_SHARE[self.exp.engine.cudagraph_mode]
@@ -226,8 +227,10 @@ class CostModel:
         overhead = (c.overhead_ms + eager * c.eager_overhead_ms) * 1e-3
         out = dict(zip(PHASES, (prefill, verify, draft_prefill, indexer, rest, reject, overhead),
                        strict=True))
-        shape = np.broadcast(*[np.asarray(v) for v in out.values()]).shape
-        return {name: np.broadcast_to(np.asarray(v, float), shape) for name, v in out.items()}
+        sizes = [v.shape for v in out.values() if isinstance(v, np.ndarray) and v.ndim]
+        if not sizes:
+            return {name: np.float64(v) for name, v in out.items()}
+        return {name: np.broadcast_to(np.asarray(v, float), sizes[0]) for name, v in out.items()}
 
 
 @functools.lru_cache(maxsize=16)
