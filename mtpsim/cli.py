@@ -35,6 +35,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("simulate", "mtpsim.commands.simulate:simulate"),
     ("calibrate", "mtpsim.commands.calibrate:calibrate"),
     ("compare", "mtpsim.commands.compare:compare"),
+    ("sweep", "mtpsim.commands.sweep:sweep"),
     ("run-real", "mtpsim.commands.run_real:run_real"),
     ("serve-reference", "mtpsim.commands.serve_reference:serve_reference"),
 ]

@@ -79,6 +79,8 @@ def compare(
     num_boot: Annotated[int, typer.Option(min=100, help="Bootstrap replicates for the CIs.")] = 2000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON only.")] = False,
+    plot: Annotated[Path | None, typer.Option(
+        help="Write PNG plots to DIR: sim vs real scatter, per-position acceptance per mode.")] = None,
 ) -> None:
     """Compare results: [b]sim vs real[/b] for every policy found in both modes (error % per
     metric and the mean absolute percentage error), and a [b]policy A/B[/b] within each mode:
@@ -128,6 +130,13 @@ def compare(
                         "  Placebo: draft step 0 is computed identically under both policies, so its "
                         f"acceptance change (±{rep.noise_floor['pos0']:.2f} points) is run-to-run noise; "
                         "acceptance deltas inside the scaled floor are not told apart from it.")
+    if plot is not None:
+        from mtpsim.figures import compare_plots
+
+        paths = compare_plots({p: (real[p], sim[p]) for p in real if p in sim}, by_mode, plot)
+        if not as_json:
+            for p in paths:
+                console.print(f"plot: {p}", highlight=False)
     if not out["fidelity"] and not out["ab"]:
         raise UserError(None, "inputs", f"nothing to compare: expected the same policy in a sim and a "
                         f"real result, or the baseline policy {baseline!r} and another in one mode "

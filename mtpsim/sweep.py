@@ -1,0 +1,243 @@
+"""Grids of simulations: `--set key=v1,v2,...` axes, one atomic file per point, resumable,
+run on a process pool.
+
+A point is the experiment with one value per axis. Its file `DIR/points/<id>.json` is named by a
+hash of the validated spec (so an edited experiment file or a different grid never reuses a
+stale point) and written by the worker that simulated it, so an interrupted sweep keeps every
+finished point and a rerun skips them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mtpsim.errors import SpecError
+from mtpsim.fileio import atomic_write_json
+
+FORMAT = "mtpsim-sweep-point"
+VERSION = 1
+SOURCE = "--set"
+# Result figures a sweep row keeps (the full Result stays with `mtpsim simulate --out`).
+ROW_METRICS = ("request_throughput", "output_throughput", "total_token_throughput",
+               "median_ttft_ms", "median_tpot_ms", "p90_tpot_ms", "median_itl_ms",
+               "spec_decode_acceptance_length", "spec_decode_acceptance_rate",
+               "spec_decode_num_drafts", "spec_decode_per_position_acceptance_rates", "duration")
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    key: str  # dotted spec path, e.g. speculative.num_speculative_tokens
+    values: tuple[str, ...]  # TOML value texts, e.g. ("1", "2")
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    overrides: tuple[str, ...]  # the fixed overrides, then one `key=value` per axis
+    values: dict[str, Any]  # axis key -> parsed value
+    point_id: str
+    notes: tuple[str, ...] = ()
+
+
+def split_values(text: str) -> list[str]:
+    """Split on commas outside brackets and quotes: `1,2` -> [1, 2]; `["a","b"],["c"]` -> 2."""
+    out, depth, quote, cur = [], 0, "", []
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    out.append("".join(cur).strip())
+    if depth != 0 or quote:
+        raise SpecError(SOURCE, text, "expected balanced brackets and quotes")
+    return out
+
+
+def parse_axes(sets: Sequence[str]) -> tuple[list[str], list[Axis]]:
+    """`--set` texts -> (fixed overrides, axes). A key with one value is a plain override."""
+    fixed: list[str] = []
+    axes: list[Axis] = []
+    seen: set[str] = set()
+    for text in sets:
+        key, sep, value = text.partition("=")
+        key = key.strip()
+        if not sep or not key or not all(key.split(".")):
+            raise SpecError(SOURCE, text or None, "expected section.key=value[,value...]")
+        if key in seen:
+            raise SpecError(SOURCE, key, "expected each key once (list its values with commas)")
+        seen.add(key)
+        values = split_values(value)
+        if any(not v for v in values):
+            raise SpecError(SOURCE, key, f"expected non-empty values, got {value!r}")
+        if len(values) == 1:
+            fixed.append(f"{key}={values[0]}")
+        else:
+            axes.append(Axis(key, tuple(values)))
+    return fixed, axes
+
+
+def _spec_id(exp: Any) -> str:
+    d = exp.to_dict()
+    d.pop("source", None)
+    d.pop("overrides", None)
+    cal = exp.calibration.file
+    if cal:  # a refitted calibration file is a different point
+        from mtpsim.calibration.models import calibration_path
+
+        p = Path(calibration_path(exp))
+        d["calibration_file_sha"] = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else ""
+    blob = json.dumps(d, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _extend_acceptance(base: Any, k: Any) -> tuple[list[str], tuple[str, ...]]:
+    """A swept k beyond the spec's measured positions: repeat the last conditional rate (said in
+    a note), so that `--set speculative.num_speculative_tokens=1,...,5` works on a k=3 table."""
+    from mtpsim.metrics import conditional_to_marginal, marginal_to_conditional
+
+    a = base.acceptance
+    if (base.calibration.file or not isinstance(k, int) or isinstance(k, bool)
+            or len(a.per_position) >= k or a.policy_rates):
+        return [], ()
+    rates = list(a.per_position)
+    cond = marginal_to_conditional(rates) if a.kind == "marginal" else rates
+    cond = cond + [cond[-1]] * (k - len(cond))
+    new = conditional_to_marginal(cond) if a.kind == "marginal" else cond
+    note = (f"k={k}: acceptance positions {len(rates)}..{k - 1} extrapolated "
+            f"(last conditional rate {cond[len(rates) - 1]:.4f} repeated)")
+    return [f"acceptance.per_position=[{', '.join(f'{x:.6g}' for x in new)}]"], (note,)
+
+
+def build_points(experiment: str | Path, sets: Sequence[str]) -> tuple[list[Axis], list[Point]]:
+    """Validate every grid point up front (a bad value is a SpecError before anything runs)."""
+    from mtpsim.spec import load_experiment, parse_override
+
+    fixed, axes = parse_axes(sets)
+    base = load_experiment(experiment, fixed)
+    k_key = "speculative.num_speculative_tokens"
+    own_rates = any(o.startswith("acceptance.per_position=") for o in fixed) or any(
+        a.key == "acceptance.per_position" for a in axes)
+    points = []
+    for combo in itertools.product(*[a.values for a in axes]):
+        ov = fixed + [f"{a.key}={v}" for a, v in zip(axes, combo, strict=True)]
+        values = {a.key: parse_override(f"{a.key}={v}")[1] for a, v in zip(axes, combo, strict=True)}
+        extra, notes = ([], ()) if own_rates else _extend_acceptance(base, values.get(k_key, base.k))
+        ov += extra
+        exp = load_experiment(experiment, ov)
+        points.append(Point(tuple(ov), values, _spec_id(exp), notes))
+    ids = [p.point_id for p in points]
+    if len(set(ids)) != len(ids):
+        raise SpecError(SOURCE, None, "expected distinct grid points (two values give the same spec)")
+    return axes, points
+
+
+def point_path(out: Path, point: Point) -> Path:
+    return out / "points" / f"{point.point_id}.json"
+
+
+def load_finished(path: Path, point: Point) -> dict[str, Any] | None:
+    """The point's stored record if it is complete and matches, else None (rerun it)."""
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = (isinstance(rec, dict) and rec.get("format") == FORMAT and rec.get("version") == VERSION
+          and rec.get("point_id") == point.point_id and isinstance(rec.get("results"), dict))
+    return rec if ok else None
+
+
+def run_point(experiment: str, point: Point, out: Path | None) -> dict[str, Any]:
+    """Simulate every policy of one point (as `mtpsim simulate` does); write its file if `out`."""
+    from mtpsim.sim.simulator import simulate
+    from mtpsim.spec import load_experiment
+
+    exp = load_experiment(experiment, list(point.overrides))
+    results = {}
+    for policy in exp.policies:
+        res = simulate(exp, policy)
+        results[policy] = {
+            "metrics": {k: res.metrics[k] for k in ROW_METRICS if k in res.metrics},
+            "phases": res.phases,
+            "step_saving_vs_fresh_s": res.extra.get("step_saving_vs_fresh_s")}
+    rec = {"format": FORMAT, "version": VERSION, "point_id": point.point_id,
+           "experiment": experiment, "overrides": list(point.overrides), "values": point.values,
+           "notes": list(point.notes), "results": results}
+    if out is not None:
+        atomic_write_json(point_path(out, point), rec)
+    return rec
+
+
+def _worker_init() -> None:
+    # Ctrl-C reaches the whole process group; only the parent handles it (it terminates us).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _run_star(args: tuple[str, Point, Path | None]) -> dict[str, Any]:
+    return run_point(*args)
+
+
+def run_points(experiment: str, points: Sequence[Point], out: Path | None, jobs: int,
+               on_done: Callable[[dict[str, Any]], None] | None = None) -> Iterator[dict[str, Any]]:
+    """Yield each point's record as it finishes (in completion order); finished points already
+    in `out` are yielded first without running. Workers are terminated on any exit."""
+    todo = []
+    for p in points:
+        rec = load_finished(point_path(out, p), p) if out is not None else None
+        if rec is not None:
+            rec["resumed"] = True
+            yield rec
+        else:
+            todo.append(p)
+    if not todo:
+        return
+    jobs = max(1, min(jobs, len(todo)))
+    if jobs == 1:
+        for p in todo:
+            yield run_point(experiment, p, out)
+        return
+    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    pool = ctx.Pool(jobs, initializer=_worker_init)
+    try:
+        yield from pool.imap_unordered(_run_star, [(experiment, p, out) for p in todo])
+        pool.close()
+    finally:
+        pool.terminate()  # no-op after close() finished; kills workers on Ctrl-C or errors
+        pool.join()
+
+
+def rows(records: Sequence[dict[str, Any]], axes: Sequence[Axis]) -> list[dict[str, Any]]:
+    """One flat row per (point, policy), in grid order: axis values, policy, metrics."""
+    out = []
+    for rec in records:
+        for policy, r in rec["results"].items():
+            row = {a.key: rec["values"][a.key] for a in axes}
+            row["policy"] = policy
+            row.update({k: v for k, v in r["metrics"].items() if not isinstance(v, list)})
+            row["point_id"] = rec["point_id"]
+            out.append(row)
+    return out
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
