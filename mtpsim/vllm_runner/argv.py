@@ -82,13 +82,18 @@ def reference_serve_argv(exp: Experiment, policy: str, port: int, *, weights: st
     return argv
 
 
-def vllm_bench_argv(exp: Experiment, base_url: str, result_dir: Path, filename: str) -> list[str]:
-    """`vllm bench serve` with the spec's workload; its `--save-result` JSON is the result."""
+def vllm_bench_argv(exp: Experiment, base_url: str, result_dir: Path, filename: str, *,
+                    reference_tokenizer: Path | None = None) -> list[str]:
+    """`vllm bench serve` with the spec's workload; its `--save-result` JSON is the result.
+    With `reference_tokenizer` it drives `mtpsim serve-reference` (completions, random
+    prompts tokenized by the reference engine's byte-level tokenizer)."""
     w = exp.workload
-    argv = [*VLLM_CLI, "bench", "serve", "--backend", w.backend, "--base-url", base_url,
-            "--endpoint", "/v1/chat/completions" if w.backend == "openai-chat"
+    backend = "openai" if reference_tokenizer is not None else w.backend
+    model = "mtpsim-reference" if reference_tokenizer is not None else exp.model.name
+    argv = [*VLLM_CLI, "bench", "serve", "--backend", backend, "--base-url", base_url,
+            "--endpoint", "/v1/chat/completions" if backend == "openai-chat"
             else "/v1/completions",
-            "--model", exp.model.name, "--num-prompts", str(w.num_prompts),
+            "--model", model, "--num-prompts", str(w.num_prompts),
             "--request-rate", "inf" if math.isinf(w.request_rate) else repr(w.request_rate),
             "--burstiness", repr(w.burstiness), "--temperature", repr(w.temperature),
             "--seed", str(exp.seed), "--num-warmups", str(w.num_warmups),
@@ -98,7 +103,9 @@ def vllm_bench_argv(exp: Experiment, base_url: str, result_dir: Path, filename: 
         argv += ["--max-concurrency", str(w.max_concurrency)]
     if w.ignore_eos:
         argv.append("--ignore-eos")
-    if w.dataset == "speed-bench":
+    if reference_tokenizer is not None:
+        argv += ["--tokenizer", str(reference_tokenizer)]
+    if w.dataset == "speed-bench" and reference_tokenizer is None:
         argv += ["--dataset-name", "speed_bench", "--dataset-path", w.dataset_path,
                  "--speed-bench-dataset-subset", w.dataset_subset,
                  "--speed-bench-output-len", str(w.output_len)]

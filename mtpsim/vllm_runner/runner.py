@@ -56,8 +56,6 @@ class ServedRun:
             raise UserError(None, "--engine", f"expected one of {', '.join(ENGINES)}")
         if self.bench_client not in BENCH_CLIENTS:
             raise UserError(None, "--bench-client", f"expected one of {', '.join(BENCH_CLIENTS)}")
-        if self.bench_client == "vllm" and self.engine != "vllm":
-            raise UserError(None, "--bench-client", "vllm bench serve needs --engine vllm")
         if self.trace and self.engine != "vllm":
             raise UserError(None, "--trace", "server trace mode is for --engine vllm (run "
                             "--engine reference without --server for a traced run)")
@@ -142,15 +140,22 @@ def vllm_bench_load(exp: Experiment, run: ServedRun, policy: str) -> Callable[[s
         folder.mkdir(parents=True, exist_ok=True)
         name = "result.json"
         log = run.out / f"{policy}.vllm-bench.log"
+        tokenizer = None
+        if run.engine == "reference":
+            from mtpsim.serve_reference.tokenizer import write_byte_tokenizer
+
+            tokenizer = write_byte_tokenizer(folder / "tokenizer")
+        argv = vllm_bench_argv(exp, base_url, folder, name, reference_tokenizer=tokenizer)
         with open(log, "wb") as f:
-            code = subprocess.run(vllm_bench_argv(exp, base_url, folder, name),
-                                  stdout=f, stderr=subprocess.STDOUT, check=False).returncode
+            code = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT,
+                                  check=False).returncode
         if code != 0:
             raise UserError(log, None, f"vllm bench serve exited with code {code}")
         bench = load_result(folder / name)
-        return Result(mode="vllm", policy=policy, metrics=bench.metrics, seed=exp.seed,
+        return Result(mode=run.mode, policy=policy, metrics=bench.metrics, seed=exp.seed,
                       experiment=exp.source, spec=exp.to_dict(),
-                      extra={"bench_client": "vllm bench serve", "bench_json": str(folder / name)})
+                      extra={"bench_client": "vllm bench serve", "bench_argv": argv,
+                             "bench_json": str(folder / name)})
     return load
 
 
@@ -173,7 +178,11 @@ def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = 
             raise UserError(exp.source, "model.name", str(e)) from None
         env = vllm_serve_env(exp, policy, plugin_dir, run.trace)
     else:
-        argv = reference_serve_argv(exp, policy, port, weights=run.weights)
+        # vLLM's client sends random prompts as text: bytes that are not UTF-8 come back as
+        # 3-byte replacement characters, so the reference server needs room for longer prompts.
+        room = (4 * exp.workload.input_len + exp.workload.output_len
+                if run.bench_client == "vllm" else None)
+        argv = reference_serve_argv(exp, policy, port, weights=run.weights, max_model_len=room)
         env = {}
     if load is None:
         load = (vllm_bench_load(exp, run, policy) if run.bench_client == "vllm"
