@@ -9,6 +9,11 @@ Checkpoints (fp32) and a JSON-lines log go to --work-dir; the final fp16 weights
 sidecar (config + training stats) go to --export.
 
     python experiments/train_reference.py --minutes 100 --seed 0
+
+`--init` continues from saved weights (their recorded phases and tokens are kept), e.g. phases
+B and C alone after a phase-A-only run:
+
+    python experiments/train_reference.py --init .train/ckpt.safetensors --minutes 18
 """
 
 from __future__ import annotations
@@ -60,12 +65,14 @@ def main() -> None:
     ap.add_argument("--long-context", type=int, default=2048, help="phase C window")
     ap.add_argument("--tokens-per-step", type=int, default=8192)
     ap.add_argument("--lr", type=float, default=1.5e-3)
+    ap.add_argument("--distill-lr", type=float, default=1e-2)
     ap.add_argument("--mtp-weight", type=float, default=0.3)
     ap.add_argument("--topk", type=int, default=64, help="phase C and sparse evaluation")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--checkpoint-minutes", type=float, default=5.0)
     ap.add_argument("--work-dir", type=Path, default=ROOT / ".train")
     ap.add_argument("--export", type=Path, default=weights.BUILTIN)
+    ap.add_argument("--init", type=Path, help="start from these weights (.safetensors + .json)")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -76,7 +83,7 @@ def main() -> None:
     train = torch.from_numpy(np.frombuffer(joined(False), dtype=np.uint8).copy())
     held = torch.from_numpy(np.frombuffer(joined(True), dtype=np.uint8).copy())
     args = ModelArgs(index_topk=a.topk)
-    model = Transformer(args)
+    model = Transformer(args) if a.init is None else weights.load(a.init).train()
     n_params = sum(p.numel() for p in model.parameters())
     t_start = time.monotonic()
     stats: dict[str, object] = {"seed": a.seed, "params": n_params, "train_bytes": train.numel(),
@@ -91,8 +98,14 @@ def main() -> None:
     def checkpoint(tag: str) -> None:
         weights.save(model, a.work_dir / "ckpt.safetensors", torch.float32, {"checkpoint": tag, **stats})
 
+    if a.init is not None:  # continuing: keep the earlier phases' record
+        before = weights.read_meta(a.init)
+        stats["tokens"] = before.get("tokens", 0)
+        stats["phases"] = dict(before.get("phases", {}))
+        stats["earlier_minutes"] = before.get("minutes") or sum(
+            float(ph.get("minutes", 0.0)) for ph in stats["phases"].values())
     emit({"event": "start", "params": n_params, "train_bytes": train.numel(), "args": vars(a) | {
-        "work_dir": str(a.work_dir), "export": str(a.export)}})
+        "work_dir": str(a.work_dir), "export": str(a.export), "init": a.init and str(a.init)}})
     dense_min = a.minutes - a.distill_minutes - a.sparse_minutes
     phases = [("A", "dense", dense_min, a.context), ("B", "distill", a.distill_minutes, a.distill_context),
               ("C", "sparse", a.sparse_minutes, a.long_context)]
@@ -103,7 +116,7 @@ def main() -> None:
         for n, p in model.named_parameters():
             p.requires_grad_(is_idx[n] if mode == "distill" else not is_idx[n])
         params = [p for p in model.parameters() if p.requires_grad]
-        lr = {"dense": a.lr, "distill": 1e-3, "sparse": a.lr * 0.15}[mode]
+        lr = {"dense": a.lr, "distill": a.distill_lr, "sparse": a.lr * 0.15}[mode]
         wd = 0.0 if mode == "distill" else 0.1
         opt = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.95), weight_decay=wd)
         batch = max(1, a.tokens_per_step // ctx)
@@ -111,7 +124,7 @@ def main() -> None:
         budget = minutes * 60
         while (el := time.monotonic() - t0) < budget:
             frac = el / budget
-            warm = min(1.0, (step + 1) / 50)
+            warm = min(1.0, (step + 1) / (50 if mode == "dense" else 5))
             decay = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)) if mode == "dense" else 1.0
             for g in opt.param_groups:
                 g["lr"] = lr * warm * decay
@@ -142,7 +155,7 @@ def main() -> None:
             f"held_out_top{a.topk}": {"main": round(sparse_ev[0], 4), "mtp": round(sparse_ev[1], 4)}}
         emit({"event": "phase_end", "phase": name, **stats["phases"][name]})  # type: ignore[index]
         checkpoint(f"{name}:end")
-    stats["minutes"] = round((time.monotonic() - t_start) / 60, 2)
+    stats["minutes"] = round((time.monotonic() - t_start) / 60 + float(stats.get("earlier_minutes", 0.0)), 2)
     stats["loss_unit"] = f"nats/byte, held-out stdlib modules, context {a.context}"
     weights.save(model, a.export, torch.float16, stats)
     emit({"event": "exported", "path": str(a.export), **stats})
