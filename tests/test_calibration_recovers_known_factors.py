@@ -28,3 +28,20 @@ def test_the_pr47352_factors_are_what_calibrate_finds():
     exp = load_experiment(path)
     fit = calibrate(exp)
     assert fit.after["mem_efficiency"] == pytest.approx(exp.calibration.mem_efficiency, rel=0.01)
+
+
+def test_two_factors_are_recovered_and_ttft_separates_them_better_than_throughput():
+    raw = {**RAW, "acceptance": {"mode": "expected"}}
+    truth = simulate(with_factors(experiment_from_dict(raw),
+                                  {"mem_efficiency": 0.45, "compute_efficiency": 0.3}), "fresh")
+    conditions = {}
+    for metrics in (("median_tpot_ms", "median_ttft_ms"), ("output_throughput", "median_tpot_ms")):
+        exp = experiment_from_dict({**raw, "calibration": {
+            "fit": ["mem_efficiency", "compute_efficiency"], "fit_metrics": list(metrics),
+            "measured": {"fresh": {m: truth.metrics[m] for m in metrics}}}})
+        fit = calibrate(exp)
+        assert fit.after == pytest.approx({"mem_efficiency": 0.45, "compute_efficiency": 0.3},
+                                          rel=0.01)
+        conditions[metrics[1]] = fit.condition
+    # throughput and TPOT move together (throughput ~ concurrency * output / E2EL)
+    assert conditions["median_ttft_ms"] * 3 < conditions["median_tpot_ms"]

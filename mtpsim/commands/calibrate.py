@@ -48,6 +48,7 @@ def calibrate(
     """
     from mtpsim.report import fit_table
     from mtpsim.sim.calibrate import calibrate as fit_factors
+    from mtpsim.sim.calibrate import identifiable
     from mtpsim.spec import load_experiment
 
     fit = fit_factors(load_experiment(experiment, list(set_ or [])))
@@ -56,10 +57,16 @@ def calibrate(
     if as_json:
         typer.echo(json.dumps({"before": fit.before, "after": fit.after, "measured": fit.measured,
                                "simulated": fit.simulated, "evaluations": fit.evaluations,
-                               "success": fit.success, "message": fit.message}, indent=2))
+                               "success": fit.success, "message": fit.message,
+                               "condition": fit.condition, "identifiable": identifiable(fit)},
+                              indent=2))
         return
     console.print(fit_table(fit.before, fit.after, fit.measured, fit.simulated))
-    console.print(f"{fit.evaluations} simulations; {fit.message}", highlight=False)
+    console.print(f"{fit.evaluations} simulations; {fit.message.rstrip('.')}; Jacobian condition "
+                  f"{fit.condition:.3g}", highlight=False)
+    if not identifiable(fit):
+        console.print("[yellow]warning:[/yellow] these metrics barely tell the fitted factors "
+                      "apart; fix some of them (a prior) or fit to more metrics", highlight=False)
     console.print("[calibration]\n" + "\n".join(f"{k} = {v:.6g}" for k, v in fit.after.items()),
                   highlight=False, markup=False)
     if write:

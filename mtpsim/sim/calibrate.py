@@ -36,6 +36,7 @@ class Fit:
     message: str
     experiment: Experiment  # with the fitted factors
     result: Result  # fit policy simulated with the fitted factors
+    condition: float  # of the residuals' Jacobian in log-factor space (inf: not identifiable)
 
     def relative_errors(self) -> dict[str, float]:
         return {k: self.simulated[k] / v - 1.0 for k, v in self.measured.items()}
@@ -78,5 +79,14 @@ def calibrate(exp: Experiment) -> Fit:
                         max_nfev=60)
     after = {n: float(v) for n, v in zip(names, np.exp(sol.x), strict=True)}
     best = run(sol.x)
+    sv = np.linalg.svd(np.atleast_2d(sol.jac), compute_uv=False)
+    condition = float(sv[0] / sv[-1]) if sv.size and sv[-1] > 0 else float("inf")
     return Fit(before, after, measured, {m: float(best.metrics[m]) for m in measured},
-               len(cache), bool(sol.success), str(sol.message), with_factors(exp, after), best)
+               len(cache), bool(sol.success), str(sol.message), with_factors(exp, after), best,
+               condition)
+
+
+def identifiable(fit: Fit, limit: float = 100.0) -> bool:
+    """Whether the fitted factors are pinned by the metrics (one factor always is, if it moves
+    them at all); a large condition number means the metrics cannot tell the factors apart."""
+    return len(fit.after) == 1 or fit.condition < limit
