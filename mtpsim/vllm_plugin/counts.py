@@ -49,12 +49,14 @@ class PluginCounts:
                                                                       for c in CONTEXTS})
     compaction_rows_checked: int = 0
     compaction_rows_wrong: int = 0
+    hooked_layers: int | None = None  # MTP sparse-attention layers found at load
     pid: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"policy": self.policy, "share_flag": self.share_flag, "pid": self.pid,
                 "compaction_rows_checked": self.compaction_rows_checked,
                 "compaction_rows_wrong": self.compaction_rows_wrong,
+                "hooked_layers": self.hooked_layers,
                 "contexts": {c: {"forwards": s.forwards, "indexer": s.indexer,
                                  "shadow": s.shadow} for c, s in self.contexts.items()}}
 
@@ -68,7 +70,7 @@ class PluginCounts:
         return cls(policy=obj["policy"], share_flag=obj.get("share_flag"), contexts=contexts,
                    compaction_rows_checked=int(obj.get("compaction_rows_checked", 0)),
                    compaction_rows_wrong=int(obj.get("compaction_rows_wrong", 0)),
-                   pid=int(obj.get("pid", 0)))
+                   hooked_layers=obj.get("hooked_layers"), pid=int(obj.get("pid", 0)))
 
 
 def read_counts(folder: str | Path) -> list[PluginCounts]:
@@ -101,6 +103,9 @@ def _describe(s: StepCounts) -> str:
 def sharing_verdict(counts: PluginCounts) -> SharingVerdict:
     """Did draft steps >= 1 really skip the MTP layer's indexer? Judged from the counts:
     engaged = step 0 ran the indexer on every forward and no step >= 1 ran it."""
+    if counts.hooked_layers == 0:
+        return SharingVerdict(None, None, "the draft model has no sparse-attention layer with "
+                              "skip_topk and an indexer (not a DSA model?)")
     for ctx in CONTEXTS:
         s = counts.contexts[ctx]
         later = range(1, s.num_steps)

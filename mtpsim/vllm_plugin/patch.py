@@ -230,7 +230,7 @@ def install(settings: PluginSettings) -> Recorder:
             rec.counts.share_flag = want_share
             rec.write_trace = settings.trace and _is_first_rank()
             rec.index_owners(model)
-            hooked = rec.attach(model)
+            hooked = rec.counts.hooked_layers = rec.attach(model)
             logger.info("mtpsim: policy %s, %d MTP sparse-attention layer(s) hooked",
                         settings.policy, hooked)
             rec.flush()
