@@ -61,7 +61,8 @@ def test_bootstrap_point_estimates_equal_the_aggregate_formulas():
     a = synthetic("fresh", [0.8, 0.7], 30, seed=5)
     b = synthetic("share", [0.7, 0.7], 30, seed=6)
     rep = ab_compare(a, b, num_boot=200)
-    assert row(rep, "spec_decode_acceptance_length").a == pytest.approx(a.get("spec_decode_acceptance_length"))
+    length = row(rep, "spec_decode_acceptance_length")
+    assert length.a == pytest.approx(a.get("spec_decode_acceptance_length"))
     assert row(rep, "pos1").b == pytest.approx(100 * b.get("spec_decode_per_position_acceptance_rates")[1])
 
 
