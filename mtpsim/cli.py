@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from mtpsim import __version__
 from mtpsim.errors import UserError
@@ -49,7 +50,7 @@ def exits_on_user_error(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except UserError as e:
-            err_console.print(f"[bold red]error:[/bold red] {e.message()}", highlight=False,
+            err_console.print(f"[bold red]error:[/bold red] {escape(e.message())}", highlight=False,
                               soft_wrap=True)
             raise typer.Exit(2) from None
 

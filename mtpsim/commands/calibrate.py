@@ -33,15 +33,15 @@ def write_factors(path: Path, factors: dict[str, float]) -> None:
 
 
 def calibrate(
-    experiment: Annotated[Path, typer.Argument(help="Experiment TOML with [calibration.measured].")],
+    experiment: Annotated[Path, typer.Argument(help="Experiment TOML with \\[calibration.measured].")],
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Override a spec field: section.key=value (repeatable).")] = None,
     write: Annotated[bool, typer.Option(
-        "--write", help="Store the fitted factors in the experiment's [calibration] table.")] = False,
+        "--write", help="Store the fitted factors in the experiment's \\[calibration] table.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
-    """Fit the factors named in [b][calibration] fit[/b] so that the simulated
-    [b]fit_metrics[/b] of [b]fit_policy[/b] match [b][calibration.measured.<policy>][/b]
+    """Fit the factors named in [b]\\[calibration] fit[/b] so that the simulated
+    [b]fit_metrics[/b] of [b]fit_policy[/b] match [b]\\[calibration.measured.<policy>][/b]
     (scipy least squares on relative errors), and report the fit.
 
     Example: [cyan]mtpsim calibrate experiments/pr47352.toml --write[/cyan]

@@ -62,7 +62,7 @@ def run_real(
     same schema as [cyan]mtpsim simulate[/cyan] (with per-request records) plus a trace.
 
     The reference engine is a small DSA + MTP model (trained weights shipped with mtpsim) with
-    vLLM MRV2's speculative decoding, on the CPU or a CUDA GPU ([cyan][reference][/cyan] section).
+    vLLM MRV2's speculative decoding, on the CPU or a CUDA GPU ([cyan]\\[reference][/cyan] section).
     Precedence: flag > --set > experiment file > preset > default.
     Example: [cyan]mtpsim run-real experiments/reference-cpu.toml --out runs/ref-cpu[/cyan]
     """

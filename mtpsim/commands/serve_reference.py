@@ -12,7 +12,7 @@ from mtpsim.errors import UserError
 
 def serve_reference(
     experiment: Annotated[Path | None, typer.Argument(
-        help="Experiment TOML for k, top-k, max-num-seqs and [reference] (default: defaults).")]
+        help="Experiment TOML for k, top-k, max-num-seqs and \\[reference] (default: defaults).")]
     = None,
     policy: Annotated[str, typer.Option(help="Top-k reuse policy of the MTP draft steps.")]
     = "share",

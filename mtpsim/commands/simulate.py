@@ -68,7 +68,7 @@ def simulate(
         "instead of the spec's models.")] = None,
     save_calibration: Annotated[Path | None, typer.Option(
         help="Write the --trace fit to this JSON file, for an experiment's "
-        "[calibration] file = \"...\".")] = None,
+        "\\[calibration] file = \"...\".")] = None,
     plot: Annotated[Path | None, typer.Option(
         help="Write PNG plots to DIR: per-position acceptance per policy; with --trace, top-k "
         "overlap vs context per draft step.")] = None,
