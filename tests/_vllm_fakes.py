@@ -75,11 +75,12 @@ class FakeDraftModel(torch.nn.Module):
 
 
 def make_speculator(mtp_cls: type, *, k: int = 3, hf_share: bool = False,
-                    eager: bool = True) -> Any:
+                    eager: bool = True, compile_mode: int = 0) -> Any:
     spec = object.__new__(mtp_cls)
     spec.vllm_config = SimpleNamespace(
         parallel_config=SimpleNamespace(prefill_context_parallel_size=1),
         model_config=SimpleNamespace(enforce_eager=eager),
+        compilation_config=SimpleNamespace(mode=compile_mode),
         speculative_config=SimpleNamespace(draft_model_config=SimpleNamespace(
             hf_config=SimpleNamespace(index_share_for_mtp_iteration=hf_share))),
     )

@@ -50,13 +50,14 @@ class PluginCounts:
     compaction_rows_checked: int = 0
     compaction_rows_wrong: int = 0
     hooked_layers: int | None = None  # MTP sparse-attention layers found at load
+    compile_mode: int = 0  # vLLM's torch.compile mode; > 0: no module hooks, no counts
     pid: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"policy": self.policy, "share_flag": self.share_flag, "pid": self.pid,
                 "compaction_rows_checked": self.compaction_rows_checked,
                 "compaction_rows_wrong": self.compaction_rows_wrong,
-                "hooked_layers": self.hooked_layers,
+                "hooked_layers": self.hooked_layers, "compile_mode": self.compile_mode,
                 "contexts": {c: {"forwards": s.forwards, "indexer": s.indexer,
                                  "shadow": s.shadow} for c, s in self.contexts.items()}}
 
@@ -70,7 +71,8 @@ class PluginCounts:
         return cls(policy=obj["policy"], share_flag=obj.get("share_flag"), contexts=contexts,
                    compaction_rows_checked=int(obj.get("compaction_rows_checked", 0)),
                    compaction_rows_wrong=int(obj.get("compaction_rows_wrong", 0)),
-                   hooked_layers=obj.get("hooked_layers"), pid=int(obj.get("pid", 0)))
+                   hooked_layers=obj.get("hooked_layers"),
+                   compile_mode=int(obj.get("compile_mode", 0)), pid=int(obj.get("pid", 0)))
 
 
 def read_counts(folder: str | Path) -> list[PluginCounts]:
@@ -103,6 +105,10 @@ def _describe(s: StepCounts) -> str:
 def sharing_verdict(counts: PluginCounts) -> SharingVerdict:
     """Did draft steps >= 1 really skip the MTP layer's indexer? Judged from the counts:
     engaged = step 0 ran the indexer on every forward and no step >= 1 ran it."""
+    if counts.compile_mode:
+        return SharingVerdict(None, None, f"torch.compile mode {counts.compile_mode}: module "
+                              "hooks would be traced, not run; count with compilation mode 0 "
+                              "or --trace")
     if counts.hooked_layers == 0:
         return SharingVerdict(None, None, "the draft model has no sparse-attention layer with "
                               "skip_topk and an indexer (not a DSA model?)")

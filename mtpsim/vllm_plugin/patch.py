@@ -188,12 +188,19 @@ def _wrap(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..
     setattr(cls, name, wrapper)
 
 
+def _compile_mode(vllm_config: Any) -> int:
+    """vLLM's torch.compile mode (0 = none). Under compilation, forward hooks are traced into
+    the graph once instead of running per call, so they cannot count anything."""
+    mode = getattr(getattr(vllm_config, "compilation_config", None), "mode", 0)
+    return int(getattr(mode, "value", mode) or 0)
+
+
 def _check_trace_is_eager(vllm_config: Any) -> None:
     model_config = getattr(vllm_config, "model_config", None)
-    if not getattr(model_config, "enforce_eager", False):
+    if not getattr(model_config, "enforce_eager", False) or _compile_mode(vllm_config):
         raise PluginConfigError("mtpsim plugin: trace mode (MTPSIM_TRACE=1) needs eager "
-                                "execution (--enforce-eager): module hooks do not run when a "
-                                "CUDA graph is replayed")
+                                "execution (--enforce-eager, compilation mode 0): module hooks "
+                                "do not run when a CUDA graph or a compiled graph is replayed")
 
 
 def install(settings: PluginSettings) -> Recorder:
@@ -230,7 +237,9 @@ def install(settings: PluginSettings) -> Recorder:
             rec.counts.share_flag = want_share
             rec.write_trace = settings.trace and _is_first_rank()
             rec.index_owners(model)
-            hooked = rec.counts.hooked_layers = rec.attach(model)
+            compiled = _compile_mode(self.vllm_config)
+            rec.counts.compile_mode = compiled
+            hooked = rec.counts.hooked_layers = 0 if compiled else rec.attach(model)
             logger.info("mtpsim: policy %s, %d MTP sparse-attention layer(s) hooked",
                         settings.policy, hooked)
             rec.flush()
