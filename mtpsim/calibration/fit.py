@@ -37,7 +37,7 @@ from mtpsim.result import PHASES
 from mtpsim.trace import Trace
 
 POOLED = ("fresh", "share", "share_recent")
-GH_NODES = 16
+GH_NODES = 10
 CONTEXT_BINS = 6
 
 
@@ -121,6 +121,9 @@ def _fit_logistic(d: dict[str, np.ndarray], k: int, ctx_ref: float, with_kappa: 
             th[2 * k] = math.log(max(sigma, 1e-4))  # type: ignore[arg-type]
         return _neg_loglik(th, d, k, x, with_kappa, nodes, weights, n_req)
 
+    if with_kappa:  # (1 - o) ** kappa is flat in kappa once tiny: start from the best of a grid
+        grid = [0.5, 1, 2, 4, 8, 16, 64, 256, 1024]
+        theta0[-1] = math.log(min(grid, key=lambda kp: f(np.concatenate([theta0[:-1], [math.log(kp)]]))))
     bounds = ([(-10, 10)] * k + [(-5, 5)] * k + [(math.log(1e-4), math.log(5.0))]
               + ([(math.log(0.5), math.log(1e4))] if with_kappa else []))
     sol = minimize(f, theta0, method="L-BFGS-B", bounds=bounds, options={"maxiter": 300})

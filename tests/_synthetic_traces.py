@@ -1,0 +1,100 @@
+"""Traces drawn from known parameters, scheduled as the reference engine schedules (verify the
+running requests, then admit and prefill waiting ones into free slots)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mtpsim.calibration.models import StepQuantities, cost_features
+from mtpsim.result import PHASES
+from mtpsim.trace import Trace, TraceRequest, TraceStep
+
+K_DRAFT = 3
+TOPK = 64
+CTX_REF = 600.0
+B = np.array([[1.2, -0.4], [0.5, -0.2], [0.0, 0.3]])  # [k][b0, b1]
+SIGMA = 0.6
+KAPPA = 2.0
+OVERLAP_U = np.array([[-1.0, 0.5], [-1.5, 0.3]])  # share, draft steps 1, 2
+COST = {  # seconds per feature unit (names of mtpsim.calibration.models.cost_features)
+    "prefill": {"prompts": 0.01, "tokens": 4e-4, "pairs": 1e-7},
+    "verify": {"steps": 0.005, "tokens": 6e-4, "ctx": 2e-7},
+    "draft_prefill": {"calls": 0.002, "rows": 1.5e-4, "requests": 3e-4},
+    "draft_decode_indexer": {"calls": 4e-4, "ctx": 5e-8},
+    "draft_decode_rest": {"calls": 0.0015, "rows": 2.5e-4},
+    "rejection_sample": {"steps": 1e-4, "requests": 1e-4},
+    "overhead": {"steps": 5e-4, "requests": 2e-4},
+}
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def true_overlap(ctx: float, step: int) -> float:
+    u0, u1 = OVERLAP_U[step - 1]
+    c = sigmoid(u0 + u1 * math.log(ctx / TOPK))
+    r = min(1.0, TOPK / ctx)
+    n_f = min(ctx + step, TOPK)
+    return (n_f - step) * (r + (1 - r) * c) / n_f
+
+
+def make_trace(policy: str, seed: int, n_requests: int = 80, conc: int = 6,
+               cost_noise: float = 0.0) -> Trace:
+    rng = np.random.default_rng(seed)
+    prompts = rng.integers(150, 1500, n_requests)
+    outputs = rng.integers(40, 120, n_requests)
+    shift = rng.normal(0, SIGMA, n_requests)
+    tr = Trace("reference", policy, K_DRAFT, TOPK)
+    waiting = list(range(n_requests))
+    running: dict[int, int] = {}  # id -> generated
+    t, step = 0.0, 0
+    while waiting or running:
+        reqs = []
+        for rid in list(running):
+            ctx = int(prompts[rid] + running[rid])
+            ovl = [true_overlap(ctx, s) for s in range(1, K_DRAFT)] if policy == "share" else []
+            acc, ok = [], True
+            for i in range(K_DRAFT):
+                b0, b1 = B[i]
+                p = sigmoid(b0 + b1 * math.log(ctx / CTX_REF) + shift[rid])
+                if i > 0 and policy == "share":
+                    p *= 1 - (1 - ovl[i - 1]) ** KAPPA
+                ok = ok and rng.random() < p
+                acc.append(int(ok))
+            reqs.append(TraceRequest(str(rid), ctx, K_DRAFT, acc, [round(o, 5) for o in ovl]))
+            running[rid] += sum(acc) + 1
+            if running[rid] >= outputs[rid]:
+                del running[rid]
+        new = []
+        while waiting and len(running) < conc:
+            rid = waiting.pop(0)
+            running[rid] = 1
+            new.append(rid)
+        tr.steps.append(TraceStep(step, round(t, 6), len(reqs), len(new), dict.fromkeys(PHASES, 0.0),
+                                  0.0, [0] * K_DRAFT, reqs))
+        step += 1
+        t += 0.05
+    # phase timings from the known cost coefficients, on the quantities the fit reconstructs
+    from mtpsim.calibration.fit import step_quantities
+
+    q, _ = step_quantities(tr)
+    feats = cost_features(q, K_DRAFT)
+    t = 0.0
+    for j, st in enumerate(tr.steps):
+        for p in PHASES:
+            if p == "draft_decode_indexer" and policy != "fresh":
+                continue
+            v = sum(c * feats[p][n][j] for n, c in COST[p].items())
+            st.phases[p] = float(v * (1 + cost_noise * rng.standard_normal()))
+        st.time_s = round(t, 6)
+        t += sum(st.phases.values()) + 1e-4  # a 100 µs host gap between steps
+    return tr
+
+
+def quantities_of(tr: Trace) -> StepQuantities:
+    from mtpsim.calibration.fit import step_quantities
+
+    return step_quantities(tr)[0]
