@@ -119,7 +119,7 @@ async def run_benchmark(cfg: BenchConfig, requests: list[BenchRequest],
                                      read_bufsize=1 << 20) as session:
         if cfg.num_warmups:
             warm = [BenchRequest(min(r.output_len, WARMUP_MAX_TOKENS), r.prompt, r.messages,
-                                 r.input_len) for r in requests[:cfg.num_warmups]]
+                                 r.input_len, r.seed) for r in requests[:cfg.num_warmups]]
             sem0 = asyncio.Semaphore(limit)
 
             async def one_warm(r: BenchRequest) -> RequestOutcome:

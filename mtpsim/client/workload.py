@@ -26,15 +26,17 @@ class BenchRequest:
     prompt: list[int] | str | None = None
     messages: list[dict[str, str]] | None = None
     input_len: int = 0  # known for token-id prompts; otherwise taken from the server's usage
+    seed: int | None = None  # per-request sampling seed (same draws under every policy)
 
     def payload(self, backend: str) -> dict[str, Any]:
+        extra: dict[str, Any] = {} if self.seed is None else {"seed": self.seed}
         if backend == "openai-chat":
             messages = self.messages or [{"role": "user", "content": _as_text(self.prompt)}]
-            return {"messages": messages}
+            return {"messages": messages, **extra}
         if self.prompt is None:
             raise UserError(None, "workload", "a chat (messages) workload needs the openai-chat "
                             "backend")
-        return {"prompt": self.prompt}
+        return {"prompt": self.prompt, **extra}
 
 
 def _as_text(prompt: list[int] | str | None) -> str:

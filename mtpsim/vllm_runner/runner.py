@@ -87,9 +87,11 @@ def build_requests(exp: Experiment, engine: str) -> list[BenchRequest]:
     if engine == "reference":
         from mtpsim.engine.runner import workload
 
-        prompts, out_lens, _ = workload(exp)  # the in-process run's prompts: held-out text
-        return [BenchRequest(int(n), prompt=list(p), input_len=len(p))
-                for p, n in zip(prompts, out_lens, strict=True)]
+        # The in-process run's prompts (held-out text) and per-request seeds.
+        prompts, out_lens, _ = workload(exp)
+        return [BenchRequest(int(n), prompt=list(p), input_len=len(p),
+                             seed=exp.seed * 1_000_003 + i)
+                for i, (p, n) in enumerate(zip(prompts, out_lens, strict=True))]
     if w.dataset == "speed-bench":
         tokenizer = None
         if w.max_input_len:
