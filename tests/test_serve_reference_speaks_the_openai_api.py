@@ -1,0 +1,94 @@
+"""`mtpsim serve-reference`'s HTTP layer over a real (tiny, random-init) engine: completions
+and chat, streaming and not, usage and per-request counters, /metrics, and one clear 400 for
+bad requests."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("httpx")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from mtpsim.client.prometheus import parse_spec_decode  # noqa: E402
+from mtpsim.serve_reference.app import create_app  # noqa: E402
+from mtpsim.serve_reference.loop import EngineLoop  # noqa: E402
+from mtpsim.serve_reference.server import TINY_RANDOM, ServerOptions, build_engine  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    loop = EngineLoop(build_engine(ServerOptions(policy="share", port=0, weights=TINY_RANDOM,
+                                                 max_num_seqs=2, max_model_len=128)))
+    loop.start()
+    with TestClient(create_app(loop, "ref", 128)) as c:
+        yield c
+    loop.stop()
+
+
+def _events(resp) -> list[dict]:
+    out = []
+    for line in resp.iter_lines():
+        if line.startswith("data: ") and line != "data: [DONE]":
+            out.append(json.loads(line[6:]))
+    return out
+
+
+def test_streamed_completion_reports_usage_and_its_own_counters(client):
+    before = parse_spec_decode(client.get("/metrics").text)
+    body = {"model": "ref", "prompt": [5, 6, 7, 8], "max_tokens": 20, "ignore_eos": True,
+            "stream": True, "stream_options": {"include_usage": True}, "seed": 3}
+    with client.stream("POST", "/v1/completions", json=body) as resp:
+        assert resp.status_code == 200
+        events = _events(resp)
+    chunks, final = events[:-1], events[-1]
+    assert all(len(e["choices"]) == 1 for e in chunks)
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+    assert final["usage"] == {"prompt_tokens": 4, "completion_tokens": 20, "total_tokens": 24}
+    delta = parse_spec_decode(client.get("/metrics").text).delta(before)
+    own = final["spec_decode"]
+    assert own["num_drafts"] > 0
+    assert (delta.num_drafts, delta.num_accepted_tokens, delta.accepted_per_pos) == (
+        own["num_drafts"], own["num_accepted_tokens"], own["accepted_per_pos"])
+
+
+def test_chat_without_streaming_returns_one_message(client):
+    r = client.post("/v1/chat/completions", json={
+        "model": "ref", "messages": [{"role": "user", "content": "def f(x):"}],
+        "max_completion_tokens": 6, "ignore_eos": True, "temperature": 0})
+    assert r.status_code == 200
+    msg = r.json()
+    assert msg["object"] == "chat.completion"
+    assert msg["choices"][0]["message"]["role"] == "assistant"
+    assert msg["usage"]["completion_tokens"] == 6
+    assert msg["usage"]["prompt_tokens"] == len(b"def f(x):\n")
+
+
+def test_streamed_chat_opens_with_the_role_chunk(client):
+    body = {"messages": [{"role": "user", "content": "x"}], "max_tokens": 3,
+            "ignore_eos": True, "stream": True}
+    with client.stream("POST", "/v1/chat/completions", json=body) as resp:
+        events = _events(resp)
+    assert events[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert all("usage" not in e for e in events)  # not asked for
+
+
+@pytest.mark.parametrize(("path", "body", "needle"), [
+    ("/v1/completions", {"prompt": [1] * 120, "max_tokens": 20}, "max_model_len"),
+    ("/v1/completions", {"prompt": [1, 999]}, "prompt_tokens"),
+    ("/v1/completions", {"prompt": {"x": 1}}, "prompt: expected"),
+    ("/v1/completions", {"prompt": "a", "max_tokens": "many"}, "max_tokens"),
+    ("/v1/chat/completions", {"messages": "hi"}, "messages: expected"),
+])
+def test_bad_requests_get_a_400_naming_the_problem(client, path, body, needle):
+    r = client.post(path, json=body)
+    assert r.status_code == 400
+    assert needle in r.json()["detail"]
+
+
+def test_health_and_models(client):
+    assert client.get("/health").status_code == 200
+    assert client.get("/v1/models").json()["data"][0]["id"] == "ref"
