@@ -1,0 +1,41 @@
+"""An `--out` sweep writes one file per point; a rerun skips the finished ones and recomputes
+only missing or damaged points; a changed experiment file never reuses stale points."""
+
+import json
+
+from _sweep_experiment import SMALL, write_small
+from typer.testing import CliRunner
+
+from mtpsim.cli import app
+
+GRID = ["--set", "speculative.num_speculative_tokens=2,3", "--set", "workload.max_concurrency=2,4"]
+
+
+def sweep(exp, out):
+    res = CliRunner().invoke(app, ["sweep", str(exp), *GRID, "--out", str(out), "--json", "-j", "2"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_rerun_resumes_every_finished_point_and_redoes_a_damaged_one(tmp_path):
+    exp, out = write_small(tmp_path), tmp_path / "out"
+    first = sweep(exp, out)
+    files = sorted((out / "points").glob("*.json"))
+    assert first["resumed"] == 0 and len(files) == 4 and (out / "sweep.json").is_file()
+    mtimes = {f: f.stat().st_mtime_ns for f in files}
+    second = sweep(exp, out)
+    assert second["resumed"] == 4 and second["rows"] == first["rows"]
+    assert {f: f.stat().st_mtime_ns for f in files} == mtimes
+    files[0].write_text("{ truncated")
+    files[1].unlink()
+    third = sweep(exp, out)
+    assert third["resumed"] == 2 and third["rows"] == first["rows"]
+    assert json.loads(files[0].read_text())["format"] == "mtpsim-sweep-point"
+
+
+def test_an_edited_experiment_gives_new_points(tmp_path):
+    exp, out = write_small(tmp_path), tmp_path / "out"
+    sweep(exp, out)
+    exp.write_text(SMALL.replace("output_len = 60", "output_len = 70"))
+    again = sweep(exp, out)
+    assert again["resumed"] == 0 and len(list((out / "points").glob("*.json"))) == 8
