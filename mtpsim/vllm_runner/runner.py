@@ -93,12 +93,22 @@ def build_requests(exp: Experiment, engine: str) -> list[BenchRequest]:
                              seed=exp.seed * 1_000_003 + i)
                 for i, (p, n) in enumerate(zip(prompts, out_lens, strict=True))]
     if w.dataset == "speed-bench":
+        if not w.dataset_path:
+            raise UserError(exp.source, "workload.dataset_path", "expected the folder holding "
+                            f"{w.dataset_subset}.jsonl (docs/real-mode.md)")
+        path = speed_bench_path(w.dataset_path, w.dataset_subset)
+        if not path.is_file():
+            raise UserError(path, None, "SPEED-Bench file not found")
         tokenizer = None
         if w.max_input_len:
-            from transformers import AutoTokenizer
+            try:
+                from transformers import AutoTokenizer
 
-            tokenizer = AutoTokenizer.from_pretrained(exp.model.name)
-        return speed_bench_requests(speed_bench_path(w.dataset_path, w.dataset_subset),
+                tokenizer = AutoTokenizer.from_pretrained(exp.model.name)
+            except (ImportError, OSError, ValueError) as e:
+                raise UserError(exp.source, "workload.max_input_len", "cutting prompts needs "
+                                f"the tokenizer of {exp.model.name!r}: {e}") from None
+        return speed_bench_requests(path,
                                     w.num_prompts, w.output_len, category=w.category,
                                     seed=exp.seed, max_input_len=w.max_input_len,
                                     tokenizer=tokenizer)
