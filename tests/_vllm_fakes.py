@@ -14,51 +14,76 @@ import torch
 TOP_K = 8
 
 
+def _window(positions: torch.Tensor, salt: int) -> torch.Tensor:
+    """Rows of top-k positions [pos - TOP_K + 1, pos] (+ salt): the fake's selection."""
+    return positions.to(torch.int32).unsqueeze(1) - torch.arange(TOP_K, dtype=torch.int32) + salt
+
+
 class FakeIndexer(torch.nn.Module):
-    """Writes a top-k row per query token: positions [pos - TOP_K + 1, pos], shifted by `salt`."""
+    """An indexer with a `wq_b` sub-module, writing one top-k row per query token."""
 
     def __init__(self, max_tokens: int) -> None:
         super().__init__()
+        self.wq_b = torch.nn.Identity()
         self.topk_indices_buffer = torch.full((max_tokens, TOP_K), -1, dtype=torch.int32)
         self.salt = 0
         self.calls = 0
 
     def forward(self, hidden_states: torch.Tensor, positions: torch.Tensor) -> None:
         self.calls += 1
+        self.wq_b(hidden_states)
         n = hidden_states.shape[0]
-        base = positions[:n].to(torch.int32).unsqueeze(1) - torch.arange(TOP_K, dtype=torch.int32)
-        self.topk_indices_buffer[:n] = base + self.salt
+        self.topk_indices_buffer[:n] = _window(positions[:n], self.salt)
 
 
 class FakeSparseMLA(torch.nn.Module):
-    """The shape of vLLM's MultiHeadLatentAttentionWrapper that matters: skip_topk + indexer."""
+    """vLLM's generic MultiHeadLatentAttentionWrapper: `self.indexer(...)` unless skip_topk."""
 
     def __init__(self, max_tokens: int) -> None:
         super().__init__()
         self.skip_topk = False
         self.indexer = FakeIndexer(max_tokens)
+        self.topk_indices_buffer = self.indexer.topk_indices_buffer
         self.used_rows: list[torch.Tensor] = []
 
-    def forward(self, hidden_states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    def forward(self, positions: torch.Tensor, hidden_states: torch.Tensor) -> torch.Tensor:
         if self.indexer is not None and not self.skip_topk:
             self.indexer(hidden_states, positions)
-        self.used_rows.append(self.indexer.topk_indices_buffer[: hidden_states.shape[0]].clone())
+        self.used_rows.append(self.topk_indices_buffer[: hidden_states.shape[0]].clone())
         return hidden_states
+
+
+class FakeFusedDSA(FakeSparseMLA):
+    """vLLM's CUDA DeepseekV32Attention: uses the indexer's sub-modules and a fused op that
+    writes the rows and attends in one go; `Indexer.forward` never runs."""
+
+    def forward(self, positions: torch.Tensor, hidden_states: torch.Tensor) -> torch.Tensor:
+        n = hidden_states.shape[0]
+        if self.indexer is not None and not self.skip_topk:
+            self.indexer.wq_b(hidden_states)
+            self.indexer.calls += 1
+            self.topk_indices_buffer[:n] = _window(positions[:n], self.indexer.salt)
+        self.used_rows.append(self.topk_indices_buffer[:n].clone())
+        return hidden_states
+
+
+ATTENTIONS = {"generic": FakeSparseMLA, "cuda-fused": FakeFusedDSA}
 
 
 class FakeMTPInner(torch.nn.Module):
     """`draft_model.model`: DeepSeekMultiTokenPredictor's set_skip_topk/compact_topk_indices."""
 
-    def __init__(self, max_tokens: int, broken_compaction: bool = False) -> None:
+    def __init__(self, max_tokens: int, broken_compaction: bool = False,
+                 attention: str = "generic") -> None:
         super().__init__()
-        self.attn = FakeSparseMLA(max_tokens)
+        self.attn = ATTENTIONS[attention](max_tokens)
         self.broken_compaction = broken_compaction
 
     def set_skip_topk(self, skip: bool) -> None:
         self.attn.skip_topk = skip
 
     def compact_topk_indices(self, slot_ids: torch.Tensor) -> None:
-        buf = self.attn.indexer.topk_indices_buffer
+        buf = self.attn.topk_indices_buffer
         n = slot_ids.numel()
         if self.broken_compaction:  # the upstream bug: rows are not gathered per request
             return
@@ -66,12 +91,13 @@ class FakeMTPInner(torch.nn.Module):
 
 
 class FakeDraftModel(torch.nn.Module):
-    def __init__(self, max_tokens: int = 64, broken_compaction: bool = False) -> None:
+    def __init__(self, max_tokens: int = 64, broken_compaction: bool = False,
+                 attention: str = "generic") -> None:
         super().__init__()
-        self.model = FakeMTPInner(max_tokens, broken_compaction)
+        self.model = FakeMTPInner(max_tokens, broken_compaction, attention)
 
     def forward(self, hidden_states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        return self.model.attn(hidden_states, positions)
+        return self.model.attn(positions, hidden_states)
 
 
 def make_speculator(mtp_cls: type, *, k: int = 3, hf_share: bool = False,

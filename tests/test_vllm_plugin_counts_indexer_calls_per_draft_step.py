@@ -12,11 +12,13 @@ from mtpsim.vllm_plugin.settings import PluginSettings
 MTPSpeculator = pytest.importorskip("vllm.v1.worker.gpu.spec_decode.mtp.speculator").MTPSpeculator
 
 
+@pytest.mark.parametrize("attention", ["generic", "cuda-fused"])
 @pytest.mark.parametrize("hf_share", [False, True])
-def test_share_policy_skips_the_indexer_at_steps_one_and_later(tmp_path, monkeypatch, hf_share):
+def test_share_policy_skips_the_indexer_at_steps_one_and_later(tmp_path, monkeypatch, hf_share,
+                                                               attention):
     with installed(PluginSettings("share", tmp_path)) as rec:
         spec = make_speculator(MTPSpeculator, k=3, hf_share=hf_share)
-        draft = load(spec, monkeypatch, FakeDraftModel())
+        draft = load(spec, monkeypatch, FakeDraftModel(attention=attention))
         assert spec.share_mtp_topk_indices is True
         for _ in range(5):
             propose(spec, draft, [40, 90])
@@ -30,10 +32,12 @@ def test_share_policy_skips_the_indexer_at_steps_one_and_later(tmp_path, monkeyp
     assert verdict.line().startswith("sharing engaged: yes (propose")
 
 
-def test_fresh_policy_forces_sharing_off_even_when_the_model_asks_for_it(tmp_path, monkeypatch):
+@pytest.mark.parametrize("attention", ["generic", "cuda-fused"])
+def test_fresh_policy_forces_sharing_off_even_when_the_model_asks_for_it(tmp_path, monkeypatch,
+                                                                         attention):
     with installed(PluginSettings("fresh", tmp_path)) as rec:
         spec = make_speculator(MTPSpeculator, k=3, hf_share=True)
-        draft = load(spec, monkeypatch, FakeDraftModel())
+        draft = load(spec, monkeypatch, FakeDraftModel(attention=attention))
         assert spec.share_mtp_topk_indices is False
         propose(spec, draft, [40, 90])
     assert rec.counts.contexts["propose"].indexer == [1, 1, 1]

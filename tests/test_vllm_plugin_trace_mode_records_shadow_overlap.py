@@ -19,11 +19,12 @@ def _rows(tmp_path):
             for line in p.read_text().splitlines()]
 
 
+@pytest.mark.parametrize("attention", ["generic", "cuda-fused"])
 def test_shadow_overlap_matches_the_window_shift_and_drafts_keep_the_shared_rows(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, attention):
     with installed(PluginSettings("share", tmp_path, trace=True)) as rec:
         spec = make_speculator(MTPSpeculator, k=3)
-        draft = load(spec, monkeypatch, FakeDraftModel())
+        draft = load(spec, monkeypatch, FakeDraftModel(attention=attention))
         propose(spec, draft, [40, 90])
         rec.flush()
     # Fresh rows at step s are the window ending at p + s: it shares TOP_K - s entries.
@@ -31,9 +32,12 @@ def test_shadow_overlap_matches_the_window_shift_and_drafts_keep_the_shared_rows
     assert overlaps == {(str(i), s): (TOP_K - s) / TOP_K for i in range(2) for s in (1, 2)}
     assert rec.counts.contexts["propose"].shadow == [0, 1, 1]
     assert rec.counts.contexts["propose"].indexer == [1, 0, 0]
-    step0_last = draft.model.attn.used_rows[0][[3, 7]]  # each request's last verified slot
-    for used in draft.model.attn.used_rows[1:]:
-        assert torch.equal(used, step0_last)
+    # Forwards: step 0, then per shared step a shadow (fresh rows) and the real one.
+    step0, shadow1, real1, shadow2, real2 = draft.model.attn.used_rows
+    step0_last = step0[[3, 7]]  # each request's last verified slot
+    assert torch.equal(real1, step0_last) and torch.equal(real2, step0_last)
+    assert torch.equal(shadow2[:, 0], step0_last[:, 0] + 2)  # fresh: the window moved on
+    assert torch.equal(draft.model.attn.topk_indices_buffer[:2], step0_last)
     assert (rec.counts.compaction_rows_checked, rec.counts.compaction_rows_wrong) == (2, 0)
 
 

@@ -3,13 +3,14 @@
 One `Recorder` per process follows the draft loop through the four lifecycle hooks (phase
 `prefill` = draft step 0, phase `decode` = steps 1..k-1, numbered by the MTP attention's
 forwards since `on_multi_step_decode_begin`) and counts, through forward hooks on the MTP
-layer's sparse-MLA wrapper and its `Indexer`, how often the indexer really ran per step.
+layer's sparse attention and on its indexer's modules, whether the indexer ran at each step.
 
-Trace mode (eager only: hooks do not fire on CUDA-graph replay) adds, at shared steps, a
-shadow indexer run: the shared rows are saved, the indexer writes fresh rows, the overlap is
-recorded and the shared rows are put back, so the draft tokens are those of `share`. The
-shadow run also writes the indexer K cache of the draft positions early; the next draft
-prefill rewrites those slots, so no later result depends on it. Trace mode perturbs timing.
+Trace mode (eager only: hooks do not run when a CUDA graph is replayed) runs each shared
+step's attention once more in shadow with the indexer on, keeps the fresh rows, records their
+overlap with the shared rows and puts the shared rows back before the real forward, so the
+drafts are those of `share`. The shadow forward rewrites the step's KV-cache slots with the
+same values, and the indexer K cache of the draft positions early (the next draft prefill
+rewrites those). Trace mode perturbs timing.
 """
 
 from __future__ import annotations
@@ -52,15 +53,13 @@ class Recorder:
         self.phase = "idle"  # idle | prefill | decode
         self.decode_forwards = 0
         self.in_capture = False
-        self.shadow_module: Any = None
-        self.shadow_rows: torch.Tensor | None = None
+        self.in_shadow = False
         self.req_ids: list[str] = []
         self.call = 0  # propose() calls seen (trace rows carry it to pair drafts with verdicts)
         self._t0 = time.monotonic()
         self.write_trace = settings.trace
         self._trace_rows: list[dict[str, Any]] = []
         self._last_flush = 0.0
-        self._owners: dict[int, list[Any]] = {}  # id(indexer) -> its sparse-MLA wrappers
 
     # -- draft-loop phases (driven by the speculator hooks) --
     def begin(self, phase: str) -> None:
@@ -108,77 +107,73 @@ class Recorder:
                 f.writelines(json.dumps(r) + "\n" for r in self._trace_rows)
             self._trace_rows.clear()
 
-    # -- module hooks on the MTP layer's sparse-MLA wrapper and its indexer --
+    # -- module hooks on the MTP layer's sparse attention and its indexer --
     def attach(self, draft_model: torch.nn.Module) -> int:
-        """Hook every sparse-MLA wrapper (has `skip_topk` and an `indexer`); returns how many."""
+        """Hook every sparse-attention module (it has `skip_topk` and an `indexer`); returns
+        how many. vLLM 0.33.0 has two shapes: the generic MultiHeadLatentAttentionWrapper calls
+        `self.indexer(...)`; the CUDA DeepseekV32Attention calls the indexer's sub-modules
+        (`wq_b`, `wk_weights_proj`) and a fused op. Either way some module of the indexer runs
+        exactly when the indexer does, so that is what is counted."""
         n = 0
         for module in draft_model.modules():
             indexer = getattr(module, "indexer", None)
             if not hasattr(module, "skip_topk") or not isinstance(indexer, torch.nn.Module):
                 continue
-            module.register_forward_pre_hook(self._attn_pre)
+            module.register_forward_pre_hook(self._attn_pre, with_kwargs=True)
             module.register_forward_hook(self._attn_post)
-            indexer.register_forward_pre_hook(self._indexer_pre)
-            indexer.register_forward_hook(self._indexer_post)
+            for part in (indexer, *indexer.children()):
+                part.register_forward_pre_hook(functools.partial(self._indexer_ran, module))
             n += 1
         return n
 
-    def _attn_pre(self, module: Any, args: tuple[Any, ...]) -> None:
+    def _indexer_ran(self, owner: Any, part: Any, args: tuple[Any, ...]) -> None:
+        if not self.in_shadow:
+            owner.__mtpsim_ran__ = True
+
+    def _attn_pre(self, module: Any, args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> None:
         step = self.next_step()
         module.__mtpsim_step__ = step
+        module.__mtpsim_ran__ = False
         if step is None:
             return
         self.steps().bump("forwards", step)
         if self.settings.trace and module.skip_topk and not self.in_capture:
-            module.skip_topk = False  # run the indexer in shadow; _indexer_post restores
-            self.shadow_module = module
+            self._shadow(module, step, args, kwargs)
 
     def _attn_post(self, module: Any, args: tuple[Any, ...], output: Any) -> None:
-        if self.shadow_module is module:
+        step = getattr(module, "__mtpsim_step__", None)
+        if step is not None and module.__mtpsim_ran__:
+            self.steps().bump("indexer", step)
+
+    def _shadow(self, module: Any, step: int, args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> None:
+        """Run the module once more with its indexer on, keep the fresh rows, put the shared
+        rows back: the real forward that follows drafts with the shared rows, as `share` does.
+        The extra forward rewrites the same KV-cache slots with the same values."""
+        buf = _topk_buffer(module)
+        positions = args[0] if args else next(iter(kwargs.values()))
+        n = positions.shape[0]  # [num_tokens]: positions is the first argument of both shapes
+        shared = buf[:n].clone()
+        self.in_shadow = True
+        module.skip_topk = False
+        try:
+            module.forward(*args, **kwargs)  # forward(), not __call__: no hooks re-enter
+            fresh = buf[:n].clone()
+        finally:
+            buf[:n].copy_(shared)
             module.skip_topk = True
-            self.shadow_module = None
-
-    def _buffer(self, indexer: Any) -> torch.Tensor:
-        return indexer.topk_indices_buffer
-
-    def _indexer_pre(self, indexer: Any, args: tuple[Any, ...]) -> None:
-        if self.shadow_module is not None:
-            num_tokens = args[0].shape[0]  # hidden_states [num_tokens, hidden]
-            self.shadow_rows = self._buffer(indexer)[:num_tokens].clone()
-
-    def _indexer_post(self, indexer: Any, args: tuple[Any, ...], output: Any) -> None:
-        owner = self.shadow_module
-        step = getattr(owner, "__mtpsim_step__", None) if owner is not None else None
-        if owner is None or self.shadow_rows is None:
-            attn_step = self._step_of_indexer(indexer)
-            if attn_step is not None:
-                self.steps().bump("indexer", attn_step)
-            return
-        shared = self.shadow_rows
-        self.shadow_rows = None
-        buf = self._buffer(indexer)
-        fresh = buf[: shared.shape[0]].clone()
-        buf[: shared.shape[0]].copy_(shared)  # draft with the shared rows, as `share` does
-        if step is None:
-            return
+            self.in_shadow = False
         self.steps().bump("shadow", step)
-        overlaps = row_overlap(shared, fresh).tolist()
-        for i, ov in enumerate(overlaps):
+        for i, ov in enumerate(row_overlap(shared, fresh).tolist()):
             req = self.req_ids[i] if i < len(self.req_ids) else str(i)
             self.add_trace({"kind": "overlap", "call": self.call, "req": req, "step": step,
                             "overlap": ov})
 
-    def _step_of_indexer(self, indexer: Any) -> int | None:
-        for owner in self._owners.get(id(indexer), ()):
-            return getattr(owner, "__mtpsim_step__", None)
-        return None
 
-    def index_owners(self, draft_model: torch.nn.Module) -> None:
-        self._owners = {}
-        for module in draft_model.modules():
-            indexer = getattr(module, "indexer", None)
-            if hasattr(module, "skip_topk") and isinstance(indexer, torch.nn.Module):
-                self._owners.setdefault(id(indexer), []).append(module)
+def _topk_buffer(module: Any) -> torch.Tensor:
+    buf = getattr(module, "topk_indices_buffer", None)
+    return buf if isinstance(buf, torch.Tensor) else module.indexer.topk_indices_buffer
 
 
 def _wrap(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -236,7 +231,6 @@ def install(settings: PluginSettings) -> Recorder:
                 _check_trace_is_eager(self.vllm_config)
             rec.counts.share_flag = want_share
             rec.write_trace = settings.trace and _is_first_rank()
-            rec.index_owners(model)
             compiled = _compile_mode(self.vllm_config)
             rec.counts.compile_mode = compiled
             hooked = rec.counts.hooked_layers = 0 if compiled else rec.attach(model)
@@ -325,9 +319,9 @@ def uninstall() -> None:
 def _mtp_buffers(draft_model: Any) -> list[torch.Tensor]:
     seen: dict[int, torch.Tensor] = {}
     for module in draft_model.modules():
-        indexer = getattr(module, "indexer", None)
-        buf = getattr(indexer, "topk_indices_buffer", None)
-        if hasattr(module, "skip_topk") and isinstance(buf, torch.Tensor):
+        if hasattr(module, "skip_topk") and isinstance(getattr(module, "indexer", None),
+                                                       torch.nn.Module):
+            buf = _topk_buffer(module)
             seen.setdefault(buf.data_ptr(), buf)
     return list(seen.values())
 
