@@ -19,11 +19,11 @@ SIGMA = 0.6
 KAPPA = 2.0
 OVERLAP_U = np.array([[-1.0, 0.5], [-1.5, 0.3]])  # share, draft steps 1, 2
 COST = {  # seconds per feature unit (names of mtpsim.calibration.models.cost_features)
-    "prefill": {"prompts": 0.01, "tokens": 4e-4, "pairs": 1e-7},
-    "verify": {"steps": 0.005, "tokens": 6e-4, "ctx": 2e-7},
-    "draft_prefill": {"calls": 0.002, "rows": 1.5e-4, "requests": 3e-4},
+    "prefill": {"prompts": 0.01, "token_keys": 6e-6, "pairs": 1e-7},
+    "verify": {"steps": 0.005, "row_keys": 9e-6, "ctx": 2e-7},
+    "draft_prefill": {"calls": 0.002, "row_keys": 2e-6, "requests": 3e-4},
     "draft_decode_indexer": {"calls": 4e-4, "ctx": 5e-8},
-    "draft_decode_rest": {"calls": 0.0015, "rows": 2.5e-4},
+    "draft_decode_rest": {"calls": 0.0015, "row_keys": 4e-6},
     "rejection_sample": {"steps": 1e-4, "requests": 1e-4},
     "overhead": {"steps": 5e-4, "requests": 2e-4},
 }
@@ -81,7 +81,7 @@ def make_trace(policy: str, seed: int, n_requests: int = 80, conc: int = 6,
     from mtpsim.calibration.fit import step_quantities
 
     q, _ = step_quantities(tr)
-    feats = cost_features(q, K_DRAFT)
+    feats = cost_features(q, K_DRAFT, TOPK)
     t = 0.0
     for j, st in enumerate(tr.steps):
         for p in PHASES:

@@ -81,3 +81,15 @@ def test_prompt_lengths_are_reconstructed_from_first_verifications():
 
 def test_fit_takes_seconds_not_minutes(fitted):
     assert fitted[1] < 20
+
+
+def test_per_row_cost_scales_with_the_attended_keys_of_another_topk(fitted):
+    from mtpsim.calibration.models import FittedCost
+    from mtpsim.sim.cost import StepShape
+
+    cal, _ = fitted
+    shape = StepShape(prefill_tokens=1000, prefill_done=1, prefill_pairs=1000 * 1001 / 2)
+    at = {k: float(FittedCost(cal, "fresh", K_DRAFT, k).step(shape)["prefill"]) for k in (32, 64)}
+    c = dict(zip(cal.cost.phases["prefill"].features, cal.cost.phases["prefill"].coef, strict=True))
+    per_prompt = c["prompts"] + c["pairs"] * 1000 * 1001 / 2
+    assert (at[64] - per_prompt) == pytest.approx(2 * (at[32] - per_prompt), rel=0.01)

@@ -301,7 +301,7 @@ def fit_cost(traces: Sequence[Trace]) -> CostFit:
             continue
         q, g = step_quantities(tr)
         gaps.append(g)
-        feats = cost_features(q, tr.num_speculative_tokens)
+        feats = cost_features(q, tr.num_speculative_tokens, tr.index_topk)
         total_meas.append(np.asarray([sum(st.phases.values()) for st in tr.steps]))
         total_rows.append((feats, tr.policy))
         for p in PHASES:

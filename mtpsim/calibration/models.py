@@ -136,22 +136,28 @@ class StepQuantities:
                    s.prefill_done, s.prefill_tokens, s.prefill_pairs)
 
 
-def cost_features(x: StepQuantities, k: int) -> dict[str, dict[str, np.ndarray]]:
-    """phase -> feature name -> value; a phase's seconds are a non-negative combination."""
+def cost_features(x: StepQuantities, k: int, topk: int) -> dict[str, dict[str, np.ndarray]]:
+    """phase -> feature name -> value; a phase's seconds are a non-negative combination.
+
+    Per-row work is priced per row *and attended key* (`*_keys` = rows x top-k): the reference
+    engine gathers a static top-k-wide block of keys and values for every query row, and that
+    gather dominates its per-row cost (benchmarks/bench_reference_topk_cost.py: prefill time
+    grows in proportion to top-k), so one calibrated top-k still prices another one."""
     q, s = k + 1, k - 1
     has_dec = (np.asarray(x.num_decode, float) > 0).astype(float)
     calls = has_dec + np.asarray(x.prefill_done, float)  # propose() calls: one batch + one per prompt
+    verify_rows = np.multiply(q, x.num_decode)
     f = {
-        "prefill": {"prompts": x.prefill_done, "tokens": x.prefill_tokens, "pairs": x.prefill_pairs},
-        "verify": {"steps": has_dec, "tokens": np.multiply(q, x.num_decode),
-                   "ctx": np.multiply(q, x.decode_ctx), "keys": np.multiply(q, x.decode_keys)},
-        "draft_prefill": {"calls": calls, "rows": np.multiply(q, x.num_decode) + x.prefill_tokens,
+        "prefill": {"prompts": x.prefill_done, "token_keys": np.multiply(topk, x.prefill_tokens),
+                    "pairs": x.prefill_pairs},
+        "verify": {"steps": has_dec, "row_keys": np.multiply(topk, verify_rows),
+                   "ctx": np.multiply(q, x.decode_ctx)},
+        "draft_prefill": {"calls": calls, "row_keys": np.multiply(topk, verify_rows + x.prefill_tokens),
                           "pairs": np.multiply(q, x.decode_ctx) + x.prefill_pairs,
                           "requests": x.num_draft},
         "draft_decode_indexer": {"calls": s * calls, "rows": np.multiply(s, x.num_draft),
                                  "ctx": np.multiply(s, x.draft_ctx)},
-        "draft_decode_rest": {"calls": s * calls, "rows": np.multiply(s, x.num_draft),
-                              "keys": np.multiply(s, x.draft_keys)},
+        "draft_decode_rest": {"calls": s * calls, "row_keys": np.multiply(s * topk, x.num_draft)},
         "rejection_sample": {"steps": has_dec, "requests": x.num_decode,
                              "draft_tokens": np.multiply(k, x.num_decode)},
         "overhead": {"steps": np.ones_like(has_dec), "requests": x.num_decode,
@@ -170,7 +176,7 @@ class FittedCost:
     topk: int
 
     def step(self, s: StepShape) -> dict[str, np.ndarray]:
-        feats = cost_features(StepQuantities.from_shape(s), self.k)
+        feats = cost_features(StepQuantities.from_shape(s), self.k, self.topk)
         out: dict[str, np.ndarray] = {}
         for p in PHASES:
             fit = self.cal.cost.phases[p]

@@ -1,0 +1,136 @@
+"""Held-out fidelity of the trace-calibrated simulator on the reference engine (CPU).
+
+1. Real run of the one calibration configuration (experiments/heldout/calibrate.toml).
+2. Fit acceptance, overlap and step cost to its traces -> experiments/heldout/calibration.json.
+3. For each held-out configuration (other k, context length, concurrency, top-k): simulate it
+   with that calibration, run it for real, and `mtpsim compare` the two.
+4. Check: acceptance length error <= 3 %, output throughput error <= 10 %, median TPOT error
+   <= 10 % (every policy), and the sign of the share-vs-fresh change wherever the real change is
+   significant (bootstrap CI excludes 0 and, for acceptance, it clears the placebo noise floor).
+
+Real runs are skipped when their results exist (run-real resumes), so a rerun only re-simulates.
+Run: python benchmarks/heldout_validation.py [--weights PATH] [--out runs/heldout] [--fresh-calibration]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENTS = ROOT / "experiments" / "heldout"
+HELD_OUT = ("k2-conc4", "k3-long-conc2", "k3-top128-conc16", "k4-top32-conc1")
+LIMITS = {"spec_decode_acceptance_length": 3.0, "output_throughput": 10.0, "median_tpot_ms": 10.0}
+SIGN_METRICS = ("spec_decode_acceptance_length", "median_tpot_ms")
+
+
+def mtpsim(*args: str, capture: bool = False) -> str:
+    """Run one mtpsim command (argument list, no shell); stop on failure."""
+    cmd = [sys.executable, "-m", "mtpsim", *args]
+    print("$ mtpsim " + " ".join(args), flush=True)
+    proc = subprocess.run(cmd, cwd=ROOT, text=True, stdout=subprocess.PIPE if capture else None)
+    if proc.returncode != 0:
+        sys.exit(f"mtpsim {args[0]} failed with exit code {proc.returncode}")
+    return proc.stdout or ""
+
+
+def machine() -> str:
+    model = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}, 1 torch thread"
+
+
+def check(name: str, report: dict) -> tuple[list[dict], bool]:
+    """Rows of (policy, metric, real, sim, error) and whether every criterion holds."""
+    rows, ok = [], True
+    for policy, fid in report["fidelity"].items():
+        by_key = {r["metric"]: r for r in fid["rows"]}
+        for key, limit in LIMITS.items():
+            r = by_key[key]
+            good = abs(r["error_pct"]) <= limit
+            ok &= good
+            rows.append({"config": name, "policy": policy, "metric": key, "real": r["real"],
+                         "sim": r["sim"], "error_pct": r["error_pct"], "limit_pct": limit, "ok": good})
+    real_ab = report["ab"].get("real:share", {})
+    sim_ab = {r["metric"]: r for r in report["ab"].get("sim:share", {}).get("rows", [])}
+    for r in real_ab.get("rows", []):
+        if r["metric"] not in SIGN_METRICS or r["metric"] not in sim_ab:
+            continue
+        significant = bool(r["significant"]) and r.get("within_noise") is not True
+        sim_delta = sim_ab[r["metric"]]["delta"]
+        good = (not significant) or (math.copysign(1, sim_delta) == math.copysign(1, r["delta"]))
+        ok &= good
+        rows.append({"config": name, "policy": "share-fresh", "metric": r["metric"], "real": r["delta"],
+                     "sim": sim_delta, "ci": r["ci"], "significant": significant, "ok": good})
+    return rows, ok
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # subprocess.run then kills the running mtpsim command
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _interrupt)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--weights", default="builtin", help="reference weights (default: the shipped ones)")
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "heldout")
+    ap.add_argument("--calibration", type=Path, default=EXPERIMENTS / "calibration.json")
+    ap.add_argument("--only", nargs="*", default=list(HELD_OUT), help="held-out configurations to run")
+    args = ap.parse_args()
+    out = args.out.resolve()
+    weights = ["--set", f"reference.weights={json.dumps(args.weights)}"]
+    cal_dir = out / "calibrate"
+    mtpsim("run-real", str(EXPERIMENTS / "calibrate.toml"), "--out", str(cal_dir), *weights)
+    mtpsim("simulate", str(EXPERIMENTS / "calibrate.toml"),
+           "--trace", str(cal_dir / "fresh.trace.jsonl"), "--trace", str(cal_dir / "share.trace.jsonl"),
+           "--save-calibration", str(args.calibration), "--plot", str(cal_dir / "plots"),
+           "--out", str(cal_dir / "sim"))
+    cal_set = ["--set", f"calibration.file={json.dumps(str(args.calibration))}"]
+    all_rows, all_ok = [], True
+    for name in args.only:
+        toml = str(EXPERIMENTS / f"{name}.toml")
+        d = out / name
+        mtpsim("simulate", toml, "--out", str(d / "sim"), *cal_set)  # the prediction, before the run
+        mtpsim("run-real", toml, "--out", str(d / "real"), *weights)
+        report = json.loads(mtpsim("compare", str(d / "sim"), str(d / "real"), "--json",
+                                   "--plot", str(d / "plots"), capture=True))
+        rows, ok = check(name, report)
+        all_rows += rows
+        all_ok &= ok
+    print(f"\nmachine: {machine()}")
+    print(f"{'config':<18} {'policy':<12} {'metric':<31} {'real':>10} {'sim':>10} {'error':>8}  verdict")
+    for r in all_rows:
+        if "error_pct" in r:
+            verdict = f"{'ok' if r['ok'] else 'FAIL'} (<= {r['limit_pct']:.0f} %)"
+            print(f"{r['config']:<18} {r['policy']:<12} {r['metric']:<31} {r['real']:>10.3f} "
+                  f"{r['sim']:>10.3f} {r['error_pct']:>+7.2f}%  {verdict}")
+        else:
+            sig = "significant" if r["significant"] else "not significant"
+            verdict = ("sign right" if r["ok"] else "SIGN WRONG") if r["significant"] else "no sign to check"
+            print(f"{r['config']:<18} {r['policy']:<12} {r['metric']:<31} {r['real']:>+10.4f} "
+                  f"{r['sim']:>+10.4f} {'':>8}  real delta {sig}, CI [{r['ci'][0]:+.4f}, "
+                  f"{r['ci'][1]:+.4f}]: {verdict}")
+    from mtpsim.fileio import atomic_write_json
+
+    atomic_write_json(out / "summary.json", {"machine": machine(), "weights": args.weights,
+                                             "all_ok": all_ok, "rows": all_rows})
+    print(f"\nheld-out validation: {'PASS' if all_ok else 'FAIL'} ({len(args.only)} configurations; "
+          f"summary in {out / 'summary.json'})")
+    sys.exit(0 if all_ok else 1)
+
+
+if __name__ == "__main__":
+    main()
