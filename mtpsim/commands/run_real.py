@@ -77,6 +77,9 @@ def run_real(
         overrides.append(f"seed={seed}")
     exp = load_experiment(str(experiment), overrides)
     served = engine == "vllm" or server
+    if not served and (trace or bench_client != "mtpsim"):
+        raise UserError(None, "--trace" if trace else "--bench-client",
+                        "applies to --engine vllm or --server runs")
     suffix = "-server" if server and engine == "reference" else ""
     out = out if out is not None else Path("runs") / f"{experiment.stem}-{engine}{suffix}"
     module, func = RUNNERS["vllm" if served else engine].split(":")
