@@ -149,10 +149,10 @@ async def _timed_run(session: aiohttp.ClientSession, cfg: BenchConfig,
     task_id = progress.add_task("requests", total=len(requests)) if progress else None
 
     async def one(i: int, r: BenchRequest) -> RequestOutcome:
+        nonlocal done
         delay = start + float(offsets[i]) - time.perf_counter()
         if delay > 0:
-            await asyncio.sleep(delay)
-        nonlocal done
+            await asyncio.sleep(delay)  # a request's clock starts when it is sent
         async with sem:
             o = await send(session, cfg.base_url, cfg.backend, r, sampling)
         done += 1
