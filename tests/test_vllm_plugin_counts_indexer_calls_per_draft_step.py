@@ -101,3 +101,21 @@ def test_under_torch_compile_nothing_is_hooked_and_the_verdict_says_why(tmp_path
     assert rec.counts.contexts["propose"].forwards == []
     verdict = sharing_verdict(rec.counts)
     assert verdict.engaged is None and "torch.compile mode 3" in verdict.line()
+
+
+def test_a_forked_worker_writes_its_own_counts_file(tmp_path):
+    import os
+
+    with installed(PluginSettings("fresh", tmp_path)) as rec:
+        rec.flush()  # the parent (vLLM's API server) after install
+        pid = os.fork()
+        if pid == 0:  # a worker forked with the patched class and recorder
+            try:
+                rec.counts.contexts["propose"].bump("forwards", 0)
+                rec.flush()
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+    files = sorted(p.name for p in tmp_path.glob("vllm-counts-*.json"))
+    assert files == sorted([f"vllm-counts-{os.getpid()}.json", f"vllm-counts-{pid}.json"])
+    assert {c.pid for c in read_counts(tmp_path)} == {os.getpid(), pid}

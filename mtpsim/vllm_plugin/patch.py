@@ -101,6 +101,8 @@ class Recorder:
         folder = self.settings.trace_dir
         if folder is None:
             return
+        # The pid now, not at install: vLLM may fork workers from a process that installed.
+        self.counts.pid = os.getpid()
         atomic_write_json(folder / f"vllm-counts-{self.counts.pid}.json", self.counts.to_json())
         if self._trace_rows:
             with open(folder / f"vllm-trace-{self.counts.pid}.jsonl", "a", encoding="utf-8") as f:
