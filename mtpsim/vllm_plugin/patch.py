@@ -15,6 +15,7 @@ rewrites those). Trace mode perturbs timing.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import inspect
 import json
@@ -298,6 +299,8 @@ def install(settings: PluginSettings) -> Recorder:
     _wrap(mtp_cls, "capture", capture)
     _wrap(mtp_cls, "propose", propose)
     setattr(mtp_cls, STATE_ATTR, rec)
+    # Rows and counts since the last periodic flush, when a worker exits normally.
+    atexit.register(rec.flush)
     return rec
 
 
@@ -306,6 +309,7 @@ def uninstall() -> None:
     mtp_cls, _ = load_speculator_classes()
     if STATE_ATTR not in vars(mtp_cls):
         return
+    atexit.unregister(vars(mtp_cls)[STATE_ATTR].flush)
     for name in _WRAPPED:
         fn = vars(mtp_cls).get(name)
         original = getattr(fn, "__mtpsim_wrapped__", None)
