@@ -33,20 +33,24 @@ class Indexer(nn.Module):
 def index_scores(q: Tensor, k: Tensor, w: Tensor, q_pos: Tensor) -> Tensor:
     """q [B, T, HI, DI], k [B, S, DI] (keys at positions 0..S-1), w [B, T, HI], q_pos [B, T]
     -> causal scores [B, T, S], -inf where s > q_pos."""
-    s = torch.einsum("bthd,bsd->bths", q, k).relu_()
-    scores = torch.einsum("bths,bth->bts", s, w)
-    key_pos = torch.arange(k.shape[1], device=k.device)
+    B, T, H, D = q.shape
+    S = k.shape[1]
+    s = torch.bmm(q.reshape(B, T * H, D), k.transpose(1, 2)).relu_()  # [B, T*H, S]
+    scores = torch.bmm(w.reshape(B * T, 1, H), s.view(B * T, H, S)).view(B, T, S)
+    key_pos = torch.arange(S, device=k.device)
     return scores.masked_fill(key_pos[None, None, :] > q_pos[:, :, None], float("-inf"))
 
 
 def select_topk(scores: Tensor, topk: int) -> Tensor:
     """scores [B, T, S] -> indices [B, T, topk], best first, -1 where fewer positions exist.
-    Ties (relu makes exact zeros common) go to the most recent position, whatever S is, so a
-    query selects the same keys in a k+1-token verify as in a one-token decode."""
+
+    Ties (relu makes exact zeros common) go to the most recent position: the key is the score
+    plus position * 2^-40 in float64, a function of (score, position) alone, so a query selects
+    the same keys whatever S is (a k+1-token verify and a one-token decode agree)."""
     S = scores.shape[-1]
     n = min(topk, S)
-    vals, idx = scores.flip(-1).sort(dim=-1, descending=True, stable=True)
-    vals, idx = vals[..., :n], S - 1 - idx[..., :n]
+    key = scores.double() + torch.arange(S, device=scores.device, dtype=torch.float64) * 2.0**-40
+    vals, idx = key.topk(n, dim=-1, sorted=True)
     idx = idx.masked_fill(vals == float("-inf"), -1)
     if n < topk:
         idx = F.pad(idx, (0, topk - n), value=-1)
