@@ -97,6 +97,8 @@ class FakeDraftModel(torch.nn.Module):
         self.model = FakeMTPInner(max_tokens, broken_compaction, attention)
 
     def forward(self, hidden_states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        if isinstance(self.model.attn, FakeFusedDSA):  # vLLM's CUDA layer calls by keyword
+            return self.model.attn(positions=positions, hidden_states=hidden_states)
         return self.model.attn(positions, hidden_states)
 
 

@@ -155,8 +155,9 @@ class Recorder:
         rows back: the real forward that follows drafts with the shared rows, as `share` does.
         The extra forward rewrites the same KV-cache slots with the same values."""
         buf = _topk_buffer(module)
-        positions = args[0] if args else next(iter(kwargs.values()))
-        n = positions.shape[0]  # [num_tokens]: positions is the first argument of both shapes
+        # [num_tokens]; both shapes take positions first (the CUDA one is called by keyword).
+        positions = kwargs["positions"] if "positions" in kwargs else args[0]
+        n = positions.shape[0]
         shared = buf[:n].clone()
         self.in_shadow = True
         module.skip_topk = False
