@@ -44,3 +44,10 @@ def test_unknown_policies_are_refused_at_start_up():
     with pytest.raises(PluginConfigError, match="fresh, share"):
         PluginSettings.from_env({"MTPSIM_POLICY": "share_recent"})
     assert PluginSettings.from_env({}) is None
+
+
+def test_the_runner_environment_reads_back_as_the_same_settings(tmp_path):
+    for settings in (PluginSettings("fresh", tmp_path), PluginSettings("share", tmp_path, True)):
+        assert PluginSettings.from_env(settings.to_env()) == settings
+    with pytest.raises(PluginConfigError, match="MTPSIM_TRACE_DIR"):
+        PluginSettings.from_env({"MTPSIM_POLICY": "share", "MTPSIM_TRACE": "1"})
