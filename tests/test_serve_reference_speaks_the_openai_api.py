@@ -92,3 +92,24 @@ def test_bad_requests_get_a_400_naming_the_problem(client, path, body, needle):
 def test_health_and_models(client):
     assert client.get("/health").status_code == 200
     assert client.get("/v1/models").json()["data"][0]["id"] == "ref"
+
+
+@pytest.mark.parametrize(("policy", "engaged"), [("share", True), ("fresh", False)])
+def test_indexer_counts_tell_whether_sharing_engaged(policy, engaged):
+    from mtpsim.vllm_plugin.counts import PluginCounts, sharing_verdict
+
+    loop = EngineLoop(build_engine(ServerOptions(policy=policy, port=0, weights=TINY_RANDOM,
+                                                 max_num_seqs=2, max_model_len=128)))
+    loop.start()
+    try:
+        with TestClient(create_app(loop, "ref", 128)) as c:
+            for _ in range(2):
+                assert c.post("/v1/completions", json={"prompt": "abc", "max_tokens": 12,
+                                                       "ignore_eos": True}).status_code == 200
+            counts = PluginCounts.from_json(c.get("/mtpsim/indexer_counts").json())
+    finally:
+        loop.stop()
+    steps = counts.contexts["propose"]
+    assert len(steps.forwards) == 3 and steps.forwards[0] == steps.indexer[0] > 0
+    assert steps.indexer[1:] == ([0, 0] if engaged else steps.forwards[1:])
+    assert sharing_verdict(counts).engaged is engaged

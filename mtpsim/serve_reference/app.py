@@ -68,6 +68,11 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int) -> FastAPI
         return PlainTextResponse(render_spec_decode(loop.counters(), labels),
                                  media_type="text/plain; version=0.0.4; charset=utf-8")
 
+    @app.get("/mtpsim/indexer_counts")
+    async def indexer_counts() -> Any:
+        """MTP forwards and indexer runs per draft step since start (mtpsim extension)."""
+        return loop.indexer.counts.to_json()
+
     async def body_of(request: Request) -> dict[str, Any]:
         try:
             body = await request.json()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtpsim.metrics import SpecDecodeCounters
+from mtpsim.serve_reference.indexer_counts import IndexerCounter
 
 Sink = Callable[[Any], None]  # called in the engine thread with each RequestOutput
 
@@ -36,6 +37,7 @@ class EngineLoop:
         self._counters = SpecDecodeCounters()
         self._counters_lock = threading.Lock()
         self.error: BaseException | None = None
+        self.indexer = IndexerCounter(engine)  # updated in the engine thread
         self._thread = threading.Thread(target=self._run, name="mtpsim-engine", daemon=True)
 
     def start(self) -> None:

@@ -205,6 +205,8 @@ def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = 
         server.wait_healthy(exp.vllm.startup_timeout_s)
         result = load(server.base_url)
         server.check_alive()
+        if run.engine == "reference" and policy in ("fresh", "share", "share_recent"):
+            _reference_verdict(server.base_url, policy, result)
     result.extra.update({"engine": run.engine, "server_argv": argv,
                          "server_env": {k: v for k, v in env.items()
                                         if k.startswith(("VLLM_", "MTPSIM_"))}})
@@ -215,6 +217,20 @@ def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = 
     if run.engine == "vllm":
         trace = _vllm_plugin_outputs(exp, policy, plugin_dir, result, trace, run.trace)
     return result, trace
+
+
+def _reference_verdict(base_url: str, policy: str, result: Result) -> None:
+    """The reference server's per-step indexer counts -> "sharing engaged: ..." (as vLLM's)."""
+    import json
+    import urllib.request
+
+    from mtpsim.vllm_plugin.counts import PluginCounts, sharing_verdict
+
+    with urllib.request.urlopen(base_url + "/mtpsim/indexer_counts", timeout=10) as r:
+        counts = PluginCounts.from_json(json.loads(r.read()))
+    line = sharing_verdict(counts).line()
+    result.extra.update({"sharing_engaged": line, "plugin_counts": counts.to_json()})
+    err_console.print(f"{policy}: {line}", highlight=False)
 
 
 def _vllm_plugin_outputs(exp: Experiment, policy: str, folder: Path, result: Result,
