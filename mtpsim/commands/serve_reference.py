@@ -24,8 +24,9 @@ def serve_reference(
         "tests). Default: the spec's reference.weights.")] = None,
     max_model_len: Annotated[int, typer.Option(help="Prompt + output tokens per request.")]
     = 4096,
-    max_num_seqs: Annotated[int | None, typer.Option(
-        help="Requests batched at once (default: the spec's engine.max_num_seqs).")] = None,
+    max_num_seqs: Annotated[int, typer.Option(
+        help="Requests batched at once; the KV cache is preallocated for this many x "
+        "--max-model-len.")] = 8,
     model_name: Annotated[str, typer.Option(help="Model id the API reports and accepts.")]
     = "mtpsim-reference",
     exit_with_parent: Annotated[bool, typer.Option(
@@ -44,6 +45,9 @@ def serve_reference(
         raise UserError(None, "--policy", f"expected one of {', '.join(POLICIES)}, got {policy!r}")
     if not 0 < port < 65536:
         raise UserError(None, "--port", f"expected 1..65535, got {port}")
+    if max_num_seqs < 1 or max_model_len < 2:
+        raise UserError(None, "--max-num-seqs" if max_num_seqs < 1 else "--max-model-len",
+                        "expected a positive size")
     exp = (load_experiment(experiment, set_ or []) if experiment is not None
            else experiment_from_dict({}, overrides=set_ or []))
     w = weights if weights is not None else exp.reference.weights
@@ -56,7 +60,7 @@ def serve_reference(
         device = "cuda" if torch.cuda.is_available() else "cpu"
     serve(ServerOptions(policy=policy, port=port, model_name=model_name, weights=w,
                         num_speculative_tokens=exp.k, index_topk=exp.speculative.index_topk,
-                        max_num_seqs=max_num_seqs or exp.engine.max_num_seqs,
+                        max_num_seqs=max_num_seqs,
                         max_model_len=max_model_len, device=device,
                         threads=exp.reference.threads, seed=exp.seed,
                         exit_with_parent=exit_with_parent))
