@@ -51,7 +51,13 @@ def serve_reference(
     exp = (load_experiment(experiment, set_ or []) if experiment is not None
            else experiment_from_dict({}, overrides=set_ or []))
     w = weights if weights is not None else exp.reference.weights
-    if w not in ("builtin", TINY_RANDOM) and not Path(w).is_file():
+    if w == "builtin":
+        from mtpsim.engine.weights import BUILTIN
+
+        if not BUILTIN.is_file():
+            raise UserError(BUILTIN, None, "the shipped reference weights are missing; pass "
+                            f"--weights PATH or {TINY_RANDOM}")
+    elif w != TINY_RANDOM and not Path(w).is_file():
         raise UserError(None, "--weights", f"expected builtin, {TINY_RANDOM} or a file, got {w!r}")
     device = exp.reference.device
     if device == "auto":
