@@ -39,6 +39,7 @@ class BenchConfig:
     ignore_eos: bool = True
     seed: int = 0
     timeout_s: float = 6 * 3600.0
+    stall_timeout_s: float = 600.0
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -114,7 +115,8 @@ async def run_benchmark(cfg: BenchConfig, requests: list[BenchRequest],
     sampling = Sampling(cfg.model, cfg.temperature, cfg.ignore_eos)
     limit = cfg.max_concurrency or len(requests) or 1
     connector = aiohttp.TCPConnector(limit=limit, force_close=False)
-    timeout = aiohttp.ClientTimeout(total=cfg.timeout_s)
+    # A stream that sends nothing for `stall_timeout_s` is a failed request, not a hang.
+    timeout = aiohttp.ClientTimeout(total=cfg.timeout_s, sock_read=cfg.stall_timeout_s)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout,
                                      read_bufsize=1 << 20) as session:
         if cfg.num_warmups:

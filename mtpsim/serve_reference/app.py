@@ -120,7 +120,7 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int) -> FastAPI
                          ack=lambda err: to_loop(_resolve, acked, err)))
         err = await acked
         if err is not None:
-            raise HTTPException(400, err)
+            raise HTTPException(503 if not loop.alive else 400, err)
         stream = bool(body.get("stream", False))
         usage_wanted = bool((body.get("stream_options") or {}).get("include_usage", False))
         chunks = _chunks(loop, queue, request_id, len(tokens), chat, stream, usage_wanted,

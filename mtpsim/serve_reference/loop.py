@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,12 +29,15 @@ class _Add:
 class EngineLoop:
     """Owns the engine; every engine call happens in its thread."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Any, on_error: Callable[[BaseException], None] | None = None,
+                 ) -> None:
         self.engine = engine
+        self.on_error = on_error  # called once, in the engine thread, if the engine fails
         self._inbox: list[_Add | str] = []  # additions, or request ids to abort
         self._sinks: dict[str, Sink] = {}
         self._cond = threading.Condition()
         self._stop = False
+        self._closed = False  # set when the engine thread ends: submit() answers at once
         self._counters = SpecDecodeCounters()
         self._counters_lock = threading.Lock()
         self.error: BaseException | None = None
@@ -50,7 +54,12 @@ class EngineLoop:
         self._thread.join(timeout_s)
 
     def submit(self, add: _Add) -> None:
+        """Queue a request; `add.ack` tells whether the engine took it. A stopped engine
+        answers at once, so no request ever waits on a dead thread."""
         with self._cond:
+            if self._closed:
+                add.ack(f"the engine has stopped ({self.error!r})")
+                return
             self._inbox.append(add)
             self._cond.notify()
 
@@ -113,8 +122,17 @@ class EngineLoop:
                         self._sinks.pop(out.request_id, None)
                     if sink is not None:
                         sink(out)
-        except BaseException as e:  # surfaced by /health and by every open stream
+        except BaseException as e:  # surfaced by /health, every open stream and on_error
             self.error = e
             for sink in self._sinks.values():
                 sink(e)
-            raise
+            traceback.print_exc()  # into the server log, whose tail the runner shows
+            if self.on_error is not None:
+                self.on_error(e)
+        finally:
+            with self._cond:
+                self._closed = True
+                pending, self._inbox = self._inbox, []
+            for item in pending:
+                if isinstance(item, _Add):
+                    item.ack(f"the engine has stopped ({self.error!r})")

@@ -69,7 +69,11 @@ def serve(opts: ServerOptions) -> None:
 
     if opts.exit_with_parent:
         threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
-    loop = EngineLoop(build_engine(opts))
+    def engine_failed(error: BaseException) -> None:
+        # A server whose engine is dead must not look healthy: exit, so the runner sees it.
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    loop = EngineLoop(build_engine(opts), on_error=engine_failed)
     loop.start()
     try:
         uvicorn.run(create_app(loop, opts.model_name, opts.max_model_len), host=HOST,

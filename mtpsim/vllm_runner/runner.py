@@ -203,7 +203,11 @@ def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = 
     with sigterm_as_exit(), ServerProcess(argv, env, log, port,
                                           grace_s=exp.vllm.stop_timeout_s) as server:
         server.wait_healthy(exp.vllm.startup_timeout_s)
-        result = load(server.base_url)
+        try:
+            result = load(server.base_url)
+        except Exception:
+            server.check_alive()  # a server that died explains the failure (its log tail)
+            raise
         server.check_alive()
         if run.engine == "reference" and policy in ("fresh", "share", "share_recent"):
             _reference_verdict(server.base_url, policy, result)
