@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from mtpsim.engine.corpus import EOS
-from mtpsim.engine.model import Transformer, _now
+from mtpsim.engine.model import Transformer, sync_time
 from mtpsim.engine.sampling import rejection_sample, sample
 from mtpsim.metrics import SpecDecodeCounters
 from mtpsim.policies import make_policy
@@ -136,7 +136,7 @@ class SpecDecodeEngine:
 
     @torch.inference_mode()
     def step(self) -> list[RequestOutput]:
-        t_step = _now(self.device)
+        t_step = sync_time(self.device)
         times = dict.fromkeys(PHASES, 0.0)
         calls = [0] * self.k
         shadow0 = self.model.mtp.shadow_s
@@ -147,7 +147,7 @@ class SpecDecodeEngine:
             self._prefill_and_propose(self.waiting.popleft(), times, calls, outs)
             n_new += 1
         shadow = self.model.mtp.shadow_s - shadow0
-        times["overhead"] = max(0.0, _now(self.device) - t_step - sum(times.values()) - shadow)
+        times["overhead"] = max(0.0, sync_time(self.device) - t_step - sum(times.values()) - shadow)
         if self.cfg.trace:
             self.trace.steps.append(TraceStep(
                 self._n_steps, round(t_step - self._t0, 6), len(verified), n_new,
@@ -159,7 +159,7 @@ class SpecDecodeEngine:
     def _verify_and_propose(self, times: dict[str, float], calls: list[int],
                             outs: list[RequestOutput]) -> list[TraceRequest]:
         reqs, k, dev = list(self.running), self.k, self.device  # _emit may free requests
-        t = _now(dev)
+        t = sync_time(dev)
         last = torch.tensor([r.tokens[-1] for r in reqs], device=dev)
         drafts = torch.stack([r.drafts for r in reqs])  # type: ignore[misc]  # [B, k]
         tokens = torch.cat([last[:, None], drafts], dim=1)  # [B, k + 1]
@@ -167,15 +167,15 @@ class SpecDecodeEngine:
         pos = start[:, None] + torch.arange(k + 1, device=dev)  # [B, k + 1]
         slots = torch.tensor([r.slot for r in reqs], device=dev)
         logits, hidden = self.model(tokens, pos, slots, self.cfg.index_topk)
-        times["verify"] += _now(dev) - t
+        times["verify"] += sync_time(dev) - t
 
-        t = _now(dev)
+        t = sync_time(dev)
         accepted, bonus = [], []
         for b, r in enumerate(reqs):
             n, c = rejection_sample(logits[b], drafts[b], r.draft_probs, r.temperature, r.gen)
             accepted.append(n)
             bonus.append(c)
-        times["rejection_sample"] += _now(dev) - t
+        times["rejection_sample"] += sync_time(dev) - t
 
         records, keep = [], []
         for b, r in enumerate(reqs):
@@ -202,7 +202,7 @@ class SpecDecodeEngine:
         dev, P = self.device, len(r.prompt)
         r.slot = self.free_slots.pop()
         self.running.append(r)
-        t = _now(dev)
+        t = sync_time(dev)
         slots = torch.tensor([r.slot], device=dev)
         prompt = torch.tensor([r.prompt], device=dev)
         pos = torch.arange(P, device=dev)[None]
@@ -213,7 +213,7 @@ class SpecDecodeEngine:
             hs.append(h)
         assert logits is not None
         first = sample(logits[0, -1], r.temperature, r.gen)
-        times["prefill"] += _now(dev) - t
+        times["prefill"] += sync_time(dev) - t
         if self._emit(r, [first], outs):
             tok0 = torch.cat([prompt[:, 1:], torch.tensor([[first]], device=dev)], dim=1)
             self._propose([r], tok0, torch.cat(hs, dim=1), pos, torch.tensor([P - 1], device=dev),
@@ -227,7 +227,7 @@ class SpecDecodeEngine:
         B, T = tok0.shape
         slots = torch.tensor([r.slot for r in reqs], device=dev)
         rows = torch.arange(B, device=dev)
-        t, c0, s0 = _now(dev), mtp.indexer_calls, mtp.shadow_s
+        t, c0, s0 = sync_time(dev), mtp.indexer_calls, mtp.shadow_s
         self.policy.on_prefill_begin(B)
         chunk = self.cfg.prefill_chunk if B == 1 else T  # prompts come one request at a time
         a = 0
@@ -239,7 +239,7 @@ class SpecDecodeEngine:
         self.policy.on_prefill_end(B)
         logits, h = logits[rows, last - a], h[rows, last - a]  # [B, V], [B, dim]
         calls[0] += mtp.indexer_calls - c0
-        times["draft_prefill"] += _now(dev) - t - (mtp.shadow_s - s0)
+        times["draft_prefill"] += sync_time(dev) - t - (mtp.shadow_s - s0)
 
         drafts, probs, overlaps = [self._sample_drafts(reqs, logits)], [], []
         probs.append(self._last_probs)
@@ -247,7 +247,7 @@ class SpecDecodeEngine:
             self.policy.on_multi_step_decode_begin(B)
             p = pos0[rows, last]
             for s in range(1, k):
-                t, c0, s0, i0 = _now(dev), mtp.indexer_calls, mtp.shadow_s, mtp.indexer_s
+                t, c0, s0, i0 = sync_time(dev), mtp.indexer_calls, mtp.shadow_s, mtp.indexer_s
                 logits, h = model.draft(drafts[-1][:, None], h[:, None], (p + s)[:, None], slots, topk)
                 logits, h = logits[:, 0], h[:, 0]
                 drafts.append(self._sample_drafts(reqs, logits))
@@ -255,7 +255,7 @@ class SpecDecodeEngine:
                 calls[s] += mtp.indexer_calls - c0
                 idx_s = mtp.indexer_s - i0
                 times["draft_decode_indexer"] += idx_s
-                times["draft_decode_rest"] += _now(dev) - t - (mtp.shadow_s - s0) - idx_s
+                times["draft_decode_rest"] += sync_time(dev) - t - (mtp.shadow_s - s0) - idx_s
                 if mtp.last_overlap is not None and self.cfg.trace:
                     overlaps.append(mtp.last_overlap.tolist())
             self.policy.on_multi_step_decode_end(B)

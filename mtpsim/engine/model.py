@@ -183,7 +183,8 @@ class Block(nn.Module):
         return x + self.feed_forward(self.ffn_norm(x)), kl
 
 
-def _now(device: torch.device) -> float:
+def sync_time(device: torch.device) -> float:
+    """perf_counter after the device finished its queued work (phase timings on CUDA)."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return time.perf_counter()
@@ -232,19 +233,19 @@ class MTP(nn.Module):
             assert target_rows is not None
             used = target_rows
         else:
-            t0 = _now(dev)
+            t0 = sync_time(dev)
             used = fresh()
-            self.indexer_s += _now(dev) - t0
+            self.indexer_s += sync_time(dev) - t0
             self.indexer_calls += 1
         if not self.skip_topk:
             self.rows, self.rows_pos = used.reshape(B * T, -1).clone(), input_pos.reshape(-1).clone()
         if self.shadow:
-            t0 = _now(dev)
+            t0 = sync_time(dev)
             if self.skip_topk or self.use_target_topk:
                 self.last_overlap = overlap(used.reshape(B * T, -1), fresh().reshape(B * T, -1))
             else:
                 self.last_overlap = torch.ones(B * T, device=dev)
-            self.shadow_s += _now(dev) - t0
+            self.shadow_s += sync_time(dev) - t0
         return used
 
     def forward(self, emb: Tensor, hidden: Tensor, rope: Rope, input_pos: Tensor,
