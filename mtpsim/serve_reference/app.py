@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import json
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -18,6 +19,10 @@ from mtpsim.client.prometheus import render_spec_decode
 from mtpsim.serve_reference.loop import EngineLoop, _Add
 
 EOS = 0
+# vLLM's SamplingParams: below 1e-5 is greedy, and a smaller temperature than 1e-2 is raised to
+# it, since logits / T would overflow to inf and the softmax to nan, which kills the engine.
+SAMPLING_EPS = 1e-5
+MIN_TEMPERATURE = 1e-2
 
 
 def _prompt_tokens(prompt: Any) -> list[int]:
@@ -43,9 +48,17 @@ def _number(body: dict[str, Any], key: str, default: float, kind: type) -> Any:
     v = body.get(key, default)
     if v is None:
         v = default
-    if isinstance(v, bool) or not isinstance(v, int | float) or (kind is int and v != int(v)):
-        raise HTTPException(400, f"{key}: expected a number, got {v!r}")
+    if (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+            or (kind is int and v != int(v))):
+        raise HTTPException(400, f"{key}: expected a finite number, got {v!r}")
     return kind(v)
+
+
+def _temperature(body: dict[str, Any]) -> float:
+    t = _number(body, "temperature", 1.0, float)
+    if 0 <= t < SAMPLING_EPS:
+        return 0.0
+    return max(t, MIN_TEMPERATURE) if t > 0 else t  # a negative one: the engine's 400
 
 
 def create_app(loop: EngineLoop, model_name: str, max_model_len: int) -> FastAPI:
@@ -99,7 +112,7 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int) -> FastAPI
 
     async def _generate(body: dict[str, Any], tokens: list[int], max_tokens: int,
                         chat: bool) -> Any:
-        temperature = _number(body, "temperature", 1.0, float)
+        temperature = _temperature(body)
         seed = body.get("seed")
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
             raise HTTPException(400, "seed: expected an integer")

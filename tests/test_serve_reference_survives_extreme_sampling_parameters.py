@@ -1,0 +1,52 @@
+"""A request's sampling parameters cannot kill the reference server's engine: a temperature
+so small that logits / T overflows is raised to vLLM's floor (1e-2, below 1e-5 greedy), and
+non-finite numbers (JSON NaN / Infinity) are a 400, as every other bad request."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("httpx")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from mtpsim.serve_reference.app import create_app  # noqa: E402
+from mtpsim.serve_reference.loop import EngineLoop  # noqa: E402
+from mtpsim.serve_reference.server import TINY_RANDOM, ServerOptions, build_engine  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def served():
+    loop = EngineLoop(build_engine(ServerOptions(policy="share", port=0, weights=TINY_RANDOM,
+                                                 max_num_seqs=2, max_model_len=128)))
+    loop.start()
+    with TestClient(create_app(loop, "ref", 128), raise_server_exceptions=False) as c:
+        yield c, loop
+    loop.stop()
+
+
+def _post(client, temperature: str, max_tokens: str = "4"):
+    body = f'{{"prompt": [5, 6, 7], "max_tokens": {max_tokens}, "temperature": {temperature}}}'
+    return client.post("/v1/completions", content=body,
+                       headers={"content-type": "application/json"})
+
+
+@pytest.mark.parametrize("temperature", ["1e-300", "1e-6", "0.001"])
+def test_tiny_temperatures_sample_without_killing_the_engine(served, temperature):
+    client, loop = served
+    r = _post(client, temperature)
+    assert r.status_code == 200, r.text
+    assert loop.alive and client.get("/health").status_code == 200
+
+
+@pytest.mark.parametrize(("temperature", "max_tokens", "needle"), [
+    ("NaN", "4", "temperature"), ("Infinity", "4", "temperature"),
+    ("1.0", "Infinity", "max_tokens"), ("1.0", "NaN", "max_tokens"),
+])
+def test_non_finite_numbers_are_a_400(served, temperature, max_tokens, needle):
+    client, loop = served
+    r = _post(client, temperature, max_tokens)
+    assert r.status_code == 400
+    assert needle in r.json()["detail"]
+    assert loop.alive
