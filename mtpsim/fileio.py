@@ -8,6 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from mtpsim.errors import UserError
+
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write `data` to `path` through a temporary file in the same folder and an atomic rename."""
@@ -31,3 +33,16 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 def atomic_write_json(path: str | Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2) + "\n")
+
+
+def output_dir(path: str | Path, option: str) -> Path:
+    """Create the folder a flag (`option`) names, before any work: a path that cannot be one
+    (a file is there, no permission) is a one-line error now, not a traceback after the run."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(option, str(path), f"expected a folder to write into ({e.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UserError(option, str(path), "expected a folder to write into (permission denied)")
+    return path

@@ -81,11 +81,16 @@ def simulate(
     Example: [cyan]mtpsim simulate experiments/pr47352.toml[/cyan]
     """
     from mtpsim.errors import UserError
+    from mtpsim.fileio import output_dir
     from mtpsim.report import measured_table, phase_table, pr_table, summary_lines
 
     calibration = None
     if save_calibration is not None and not trace:
         raise UserError(None, "--save-calibration", "expected --trace files to fit")
+    for folder, flag in ((out, "--out"), (plot, "--plot"),
+                         (save_calibration and save_calibration.parent, "--save-calibration")):
+        if folder is not None:
+            output_dir(folder, flag)
     if trace:
         from mtpsim.calibration.report import fit_from_traces, fit_tables
 

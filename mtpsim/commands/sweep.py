@@ -73,8 +73,12 @@ def sweep(
     --set workload.max_concurrency=1,4,16,64 --out runs/sweep[/cyan]
     """
     from mtpsim import sweep as sw
+    from mtpsim.fileio import output_dir
 
     axes, points = sw.build_points(str(experiment), list(set_ or []))
+    for folder, flag in ((out, "--out"), (plot, "--plot")):
+        if folder is not None:
+            output_dir(folder, flag)
     jobs = jobs or sw.default_jobs()
     records: dict[str, dict[str, Any]] = {}
     t0 = time.perf_counter()
