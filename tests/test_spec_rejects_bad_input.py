@@ -138,6 +138,24 @@ def test_a_bad_override_is_blamed_on_the_flag():
         experiment_from_dict({}, overrides=["noequals"])
 
 
+MEASURED = {"calibration": {"measured": {"fresh": {"output_throughput": 1.0,
+                                                  "median_tpot_ms": 2.0}}}}
+
+
+@pytest.mark.parametrize("raw, override, key", [
+    ({}, "nosuch.key=1", "nosuch"),
+    ({}, "acceptance.policy_rates.luck=[0.5, 0.4, 0.3]", "acceptance.policy_rates.luck"),
+    (MEASURED, 'calibration.fit_policy="share"', "calibration.fit_policy"),
+    (MEASURED, 'calibration.fit_metrics=["duration"]', "calibration.fit_metrics"),
+    (MEASURED, 'calibration.fit=["mem_efficiency", "overhead_ms", "comm_efficiency"]',
+     "calibration.fit"),
+])
+def test_a_bad_override_checked_across_sections_is_blamed_on_the_flag(raw, override, key):
+    with pytest.raises(SpecError) as e:
+        experiment_from_dict(raw, source="exp.toml", overrides=[override])
+    assert e.value.message().startswith(f"--set: {key}: "), e.value.message()
+
+
 def test_a_bad_preset_value_names_the_experiment_when_the_experiment_set_it():
     rejects({"model": {"num_heads": 0}}, "model.num_heads", ">= 1")
 

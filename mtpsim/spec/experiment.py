@@ -154,7 +154,7 @@ def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
 
     for key in raw:
         if key not in SECTIONS and key not in TOP_LEVEL:
-            src = OVERRIDE_SOURCE if (key,) in overridden else source
+            src = OVERRIDE_SOURCE if any(o[0] == key for o in overridden) else source
             raise SpecError(src, key, "unknown section or key; expected one of "
                             f"{', '.join([*SECTIONS, *TOP_LEVEL])}")
     built: dict[str, Any] = {}
@@ -245,7 +245,8 @@ def _check_across_sections(exp: Experiment, source: str,
     for label, rates in [("acceptance.per_position", a.per_position),
                          *[(f"acceptance.policy_rates.{p}", r) for p, r in a.policy_rates.items()]]:
         if label.startswith("acceptance.policy_rates.") and label.rsplit(".", 1)[1] not in POLICIES:
-            raise SpecError(source, label, f"expected a policy from {', '.join(POLICIES)}")
+            raise SpecError(src("acceptance", "policy_rates"), label,
+                            f"expected a policy from {', '.join(POLICIES)}")
         if len(rates) < exp.k and not c.file:  # fewer: only a calibration file may replace them
             raise SpecError(src("acceptance", label.split(".")[1]), label,
                             f"expected at least {exp.k} rates (one per draft position, "
@@ -259,14 +260,17 @@ def _check_across_sections(exp: Experiment, source: str,
     if c.fit and c.measured:
         row = c.measured.get(c.fit_policy)
         if row is None:
-            raise SpecError(source, "calibration.fit_policy", "expected a policy with a row in "
+            raise SpecError(src("calibration", "fit_policy"), "calibration.fit_policy",
+                            "expected a policy with a row in "
                             f"calibration.measured ({', '.join(c.measured)}), got {c.fit_policy!r}")
         missing = [mk for mk in c.fit_metrics if not isinstance(row.get(mk), float)]
         if missing:
-            raise SpecError(source, "calibration.fit_metrics", f"expected numbers present in "
+            raise SpecError(src("calibration", "fit_metrics"), "calibration.fit_metrics",
+                            "expected numbers present in "
                             f"calibration.measured.{c.fit_policy}; missing {', '.join(missing)}")
         if len(c.fit) > len(c.fit_metrics):
-            raise SpecError(source, "calibration.fit", f"expected at most as many factors as "
+            raise SpecError(src("calibration", "fit"), "calibration.fit",
+                            "expected at most as many factors as "
                             f"fit_metrics ({len(c.fit_metrics)}), got {len(c.fit)}")
 
 
