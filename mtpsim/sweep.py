@@ -47,8 +47,9 @@ class Point:
     notes: tuple[str, ...] = ()
 
 
-def split_values(text: str) -> list[str]:
-    """Split on commas outside brackets and quotes: `1,2` -> [1, 2]; `["a","b"],["c"]` -> 2."""
+def split_values(text: str, key: str | None = None) -> list[str]:
+    """Split on commas outside brackets and quotes: `1,2` -> [1, 2]; `["a","b"],["c"]` -> 2.
+    `key` is the axis the values belong to, for the error message."""
     out, depth, quote, cur = [], 0, "", []
     for ch in text:
         if quote:
@@ -66,7 +67,7 @@ def split_values(text: str) -> list[str]:
         cur.append(ch)
     out.append("".join(cur).strip())
     if depth != 0 or quote:
-        raise SpecError(SOURCE, text, "expected balanced brackets and quotes")
+        raise SpecError(SOURCE, key, f"expected balanced brackets and quotes, got {text!r}")
     return out
 
 
@@ -83,7 +84,7 @@ def parse_axes(sets: Sequence[str]) -> tuple[list[str], list[Axis]]:
         if key in seen:
             raise SpecError(SOURCE, key, "expected each key once (list its values with commas)")
         seen.add(key)
-        values = split_values(value)
+        values = split_values(value, key)
         if any(not v for v in values):
             raise SpecError(SOURCE, key, f"expected non-empty values, got {value!r}")
         if len(values) == 1:

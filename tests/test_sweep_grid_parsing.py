@@ -18,6 +18,11 @@ def test_values_split_on_commas_outside_brackets_and_quotes():
         split_values("[1,2")
 
 
+def test_unbalanced_values_name_their_key():
+    with pytest.raises(SpecError, match=r"^--set: workload.num_prompts: expected balanced .*'\[4'"):
+        parse_axes(["workload.num_prompts=[4"])
+
+
 def test_one_value_is_a_plain_override_and_several_make_an_axis():
     fixed, axes = parse_axes(["workload.num_prompts=8", "speculative.num_speculative_tokens=1,2,3"])
     assert fixed == ["workload.num_prompts=8"]
