@@ -15,7 +15,7 @@ import json
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,8 +195,8 @@ def _run_star(args: tuple[str, Point, Path | None]) -> dict[str, Any]:
     return run_point(*args)
 
 
-def run_points(experiment: str, points: Sequence[Point], out: Path | None, jobs: int,
-               on_done: Callable[[dict[str, Any]], None] | None = None) -> Iterator[dict[str, Any]]:
+def run_points(experiment: str, points: Sequence[Point], out: Path | None,
+               jobs: int) -> Iterator[dict[str, Any]]:
     """Yield each point's record as it finishes (in completion order); finished points already
     in `out` are yielded first without running. Workers are terminated on any exit."""
     todo = []

@@ -94,7 +94,6 @@ def sweep(
                 records[rec["point_id"]] = rec
                 bar.update(task, completed=len(records))
     except KeyboardInterrupt:
-        gen.close()
         kept = f"; {len(records)} finished points are kept in {out}/points" if out else ""
         err_console.print(f"interrupted{kept}", highlight=False)
         raise typer.Exit(130) from None

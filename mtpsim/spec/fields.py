@@ -75,14 +75,13 @@ def coerce(value: Any, tp: Any) -> Any:
     """`value` as type `tp`, or raise TypeError naming what was expected."""
     origin = typing.get_origin(tp)
     if origin in (types.UnionType, typing.Union):
-        errors = []
         for arg in typing.get_args(tp):
             if arg is type(None):
                 continue
             try:
                 return coerce(value, arg)
-            except TypeError as e:
-                errors.append(str(e))
+            except TypeError:
+                pass
         raise TypeError(f"expected {_type_name(tp)}, got {value!r}")
     if origin is tuple:
         if not isinstance(value, list | tuple):
@@ -137,8 +136,3 @@ def build_section(cls: type, raw: Mapping[str, Any], section: str,
             shown = "inf" if value == math.inf else repr(value)
             raise SpecError(source_of(f.name), where, f"expected {msg}, got {shown}")
     return cls(**kwargs)
-
-
-def describe(cls: type) -> list[tuple[str, str]]:
-    """(field name, help) pairs, for documentation."""
-    return [(f.name, f.metadata.get("help", "")) for f in fields(cls)]
