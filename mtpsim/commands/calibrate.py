@@ -33,16 +33,24 @@ def write_factors(path: Path, factors: dict[str, float]) -> None:
 
 
 def calibrate(
-    experiment: Annotated[Path, typer.Argument(help="Experiment TOML with \\[calibration.measured].")],
+    experiment: Annotated[Path, typer.Argument(
+        help="Experiment TOML with \\[calibration.measured], e.g. experiments/pr47352.toml.")],
     set_: Annotated[list[str] | None, typer.Option(
-        "--set", help="Override a spec field: section.key=value (repeatable).")] = None,
+        "--set", help="Override a spec field: section.key=value (repeatable), e.g. "
+        "--set calibration.fit_policy=share.")] = None,
     write: Annotated[bool, typer.Option(
-        "--write", help="Store the fitted factors in the experiment's \\[calibration] table.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+        "--write", help="Store the fitted factors in the experiment's \\[calibration] table, "
+        "keeping its other lines and comments, so that later runs use them, e.g. "
+        "mtpsim calibrate exp.toml --write.")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print the fit as JSON (before, after, measured, simulated, condition) "
+        "instead of tables, e.g. --json > fit.json.")] = False,
 ) -> None:
-    """Fit the factors named in [b]\\[calibration] fit[/b] so that the simulated
+    """Fit the cost model's efficiency factors to a measured benchmark row.
+
+    The factors named in [b]\\[calibration] fit[/b] are fitted so that the simulated
     [b]fit_metrics[/b] of [b]fit_policy[/b] match [b]\\[calibration.measured.<policy>][/b]
-    (scipy least squares on relative errors), and report the fit.
+    (scipy least squares on relative errors), and the fit is reported.
 
     Example: [cyan]mtpsim calibrate experiments/pr47352.toml --write[/cyan]
     """

@@ -12,29 +12,34 @@ from mtpsim.errors import UserError
 
 def serve_reference(
     experiment: Annotated[Path | None, typer.Argument(
-        help="Experiment TOML for k, top-k, max-num-seqs and \\[reference] (default: defaults).")]
+        help="Experiment TOML for k, top-k and \\[reference] (default: the built-in defaults), "
+        "e.g. experiments/reference-cpu.toml.")]
     = None,
-    policy: Annotated[str, typer.Option(help="Top-k reuse policy of the MTP draft steps.")]
-    = "share",
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8000,
+    policy: Annotated[str, typer.Option(
+        help="Top-k reuse policy of the MTP draft steps: fresh, share, share_recent or "
+        "target_share, e.g. --policy fresh.")] = "share",
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1, e.g. --port 8001.")] = 8000,
     set_: Annotated[list[str] | None, typer.Option(
-        "--set", help="Override a spec field: section.key=value (repeatable).")] = None,
+        "--set", help="Override a spec field: section.key=value (repeatable), e.g. "
+        "--set speculative.num_speculative_tokens=2.")] = None,
     weights: Annotated[str | None, typer.Option(
         help="'builtin', a .safetensors path, or 'random-tiny' (an untrained 1-layer model for "
-        "tests). Default: the spec's reference.weights.")] = None,
-    max_model_len: Annotated[int, typer.Option(help="Prompt + output tokens per request.")]
-    = 4096,
+        "tests). Default: the spec's reference.weights. E.g. --weights random-tiny.")] = None,
+    max_model_len: Annotated[int, typer.Option(
+        help="Prompt + output tokens per request, e.g. --max-model-len 2048.")] = 4096,
     max_num_seqs: Annotated[int, typer.Option(
         help="Requests batched at once; the KV cache is preallocated for this many x "
-        "--max-model-len.")] = 8,
-    model_name: Annotated[str, typer.Option(help="Model id the API reports and accepts.")]
-    = "mtpsim-reference",
+        "--max-model-len, e.g. --max-num-seqs 4.")] = 8,
+    model_name: Annotated[str, typer.Option(
+        help="Model id the API reports and accepts, e.g. --model-name ref.")] = "mtpsim-reference",
     exit_with_parent: Annotated[bool, typer.Option(
-        help="Stop when the launching process is gone (the runner sets this).")] = False,
+        help="Stop when the launching process is gone, so a killed runner leaves no server "
+        "behind (mtpsim run-real passes it).")] = False,
 ) -> None:
-    """Serve the reference DSA + MTP engine with continuous batching on
-    [cyan]127.0.0.1[/cyan]: /v1/completions and /v1/chat/completions (streaming), /health,
-    and a vLLM-format /metrics with the [cyan]vllm:spec_decode_*[/cyan] counters.
+    """Serve the reference DSA + MTP engine on 127.0.0.1 behind an OpenAI-compatible API.
+
+    Continuous batching; /v1/completions and /v1/chat/completions (streaming), /health, and a
+    vLLM-format /metrics with the [cyan]vllm:spec_decode_*[/cyan] counters.
     Example: [cyan]mtpsim serve-reference --policy share --port 8000[/cyan]
     """
     from mtpsim.policies import POLICIES

@@ -49,36 +49,42 @@ def run_policies(exp_path: str, overrides: list[str], show_progress: bool,
 
 
 def simulate(
-    experiment: Annotated[Path, typer.Argument(help="Experiment TOML (e.g. experiments/pr47352.toml).")],
+    experiment: Annotated[Path, typer.Argument(help="Experiment TOML, e.g. experiments/pr47352.toml.")],
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Override a spec field: section.key=value (repeatable), e.g. "
         "--set workload.num_prompts=64 --set speculative.num_speculative_tokens=2.")] = None,
     policy: Annotated[list[str] | None, typer.Option(
-        "--policy", "-p", help="Simulate only these policies (repeatable; default: the spec's).")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed (default: the spec's).")] = None,
+        "--policy", "-p", help="Simulate only these policies (repeatable; default: the spec's), "
+        "e.g. -p fresh -p share.")] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="Seed of the workload and acceptance draws (default: the spec's), e.g. --seed 3.")] = None,
     expected: Annotated[bool, typer.Option(
-        "--expected", help="Expected-value acceptance (no sampling noise).")] = False,
+        "--expected", help="Expected-value acceptance instead of seeded draws (no sampling "
+        "noise), e.g. to see a policy's mean effect on a small workload.")] = False,
     as_json: Annotated[bool, typer.Option(
-        "--json", help="Print machine-readable JSON (results without per-request records).")] = False,
+        "--json", help="Print machine-readable JSON instead of tables (results without "
+        "per-request records), e.g. --json > sim.json.")] = False,
     out: Annotated[Path | None, typer.Option(
-        help="Write one result per policy to DIR/<policy>.json (with per-request records).")] = None,
+        help="Write one result per policy to DIR/<policy>.json (with per-request records), "
+        "e.g. --out runs/sim.")] = None,
     trace: Annotated[list[Path] | None, typer.Option(
         "--trace", help="Real-mode trace (repeatable, e.g. DIR/fresh.trace.jsonl DIR/share.trace.jsonl): "
         "fit acceptance, top-k overlap and step cost to it, report the fit, and simulate with it "
         "instead of the spec's models.")] = None,
     save_calibration: Annotated[Path | None, typer.Option(
         help="Write the --trace fit to this JSON file, for an experiment's "
-        "\\[calibration] file = \"...\".")] = None,
+        "\\[calibration] file = \"...\", e.g. --save-calibration runs/cal.json.")] = None,
     plot: Annotated[Path | None, typer.Option(
         help="Write PNG plots to DIR: per-position acceptance per policy; with --trace, top-k "
-        "overlap vs context per draft step.")] = None,
+        "overlap vs context per draft step. E.g. --plot runs/plots.")] = None,
 ) -> None:
-    """Simulate the experiment for each policy and print the upstream PR's benchmark table
-    (one column per policy, deltas against the first), the step time per phase, and, where the
-    spec holds measured rows, simulated vs measured.
+    """Simulate each policy of an experiment and print the upstream PR's benchmark table.
+
+    The table has one column per policy and deltas against the first; then come the step time
+    per phase and, where the spec holds measured rows, simulated vs measured.
 
     Precedence: flag > --set > experiment file > preset > default.
-    Example: [cyan]mtpsim simulate experiments/pr47352.toml[/cyan]
+    Example: [cyan]mtpsim simulate experiments/pr47352.toml --set workload.num_prompts=64[/cyan]
     """
     from mtpsim.errors import UserError
     from mtpsim.fileio import output_dir

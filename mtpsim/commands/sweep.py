@@ -57,13 +57,16 @@ def sweep(
         "--set", help="An axis: section.key=v1,v2,... (repeatable; the grid is every combination). "
         "One value is a plain override. Lists keep their brackets: policies=[\"fresh\",\"share\"].")] = None,
     jobs: Annotated[int | None, typer.Option(
-        "--jobs", "-j", min=1, help="Worker processes (default: the usable cores).")] = None,
+        "--jobs", "-j", min=1, help="Worker processes (default: the usable cores), e.g. -j 2 "
+        "on a shared machine.")] = None,
     out: Annotated[Path | None, typer.Option(
         help="Folder for one file per point (DIR/points/<id>.json) and DIR/sweep.json; a rerun "
-        "skips the points already there.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON only.")] = False,
+        "skips the points already there. E.g. --out runs/sweep.")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print the rows as JSON instead of the table, e.g. --json > rows.json.")] = False,
     plot: Annotated[Path | None, typer.Option(
-        help="Write PNG plots to DIR: throughput and median TPOT against each axis, per policy.")] = None,
+        help="Write PNG plots to DIR: throughput and median TPOT against each axis, per policy, "
+        "e.g. --plot runs/sweep/plots.")] = None,
 ) -> None:
     """Simulate every point of a grid in parallel and print one row per point and policy.
 
