@@ -82,6 +82,7 @@ def test_streamed_chat_opens_with_the_role_chunk(client):
     ("/v1/completions", {"prompt": {"x": 1}}, "prompt: expected"),
     ("/v1/completions", {"prompt": "a", "max_tokens": "many"}, "max_tokens"),
     ("/v1/chat/completions", {"messages": "hi"}, "messages: expected"),
+    ("/v1/completions", {"prompt": "a", "stream": True, "stream_options": [1]}, "stream_options"),
 ])
 def test_bad_requests_get_a_400_naming_the_problem(client, path, body, needle):
     r = client.post(path, json=body)

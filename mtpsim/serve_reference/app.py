@@ -116,6 +116,13 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int) -> FastAPI
         seed = body.get("seed")
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
             raise HTTPException(400, "seed: expected an integer")
+        # Read every field before the engine takes the request: a bad one after that would
+        # leave it generating for a response that is never sent.
+        stream = bool(body.get("stream", False))
+        stream_options = body.get("stream_options") or {}
+        if not isinstance(stream_options, dict):
+            raise HTTPException(400, "stream_options: expected an object")
+        usage_wanted = bool(stream_options.get("include_usage", False))
         request_id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         aio = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -134,8 +141,6 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int) -> FastAPI
         err = await acked
         if err is not None:
             raise HTTPException(503 if not loop.alive else 400, err)
-        stream = bool(body.get("stream", False))
-        usage_wanted = bool((body.get("stream_options") or {}).get("include_usage", False))
         chunks = _chunks(loop, queue, request_id, len(tokens), chat, stream, usage_wanted,
                          model_name)
         if stream:
