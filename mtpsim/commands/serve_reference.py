@@ -64,11 +64,9 @@ def serve_reference(
                             f"--weights PATH or {TINY_RANDOM}")
     elif w != TINY_RANDOM and not Path(w).is_file():
         raise UserError(None, "--weights", f"expected builtin, {TINY_RANDOM} or a file, got {w!r}")
-    device = exp.reference.device
-    if device == "auto":
-        import torch
+    from mtpsim.engine.runner import resolve_device
 
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = str(resolve_device(exp.reference.device))  # "cuda" with no GPU: a one-line error
     serve(ServerOptions(policy=policy, port=port, model_name=model_name, weights=w,
                         num_speculative_tokens=exp.k, index_topk=exp.speculative.index_topk,
                         max_num_seqs=max_num_seqs,
