@@ -57,7 +57,8 @@ def test_propose_rows_and_overlaps_pair_into_trace_steps(tmp_path, monkeypatch):
     back = read_trace(path)
     assert [s.step for s in back.steps] == [1, 2]
     (a1,) = back.steps[0].requests
-    assert (a1.id, a1.context_len, a1.accepted, a1.overlap) == ("a", 100, [1, 1, 0], [])
+    # seq_len 100 counts the 3 drafts verified: the context before them is 97 tokens
+    assert (a1.id, a1.context_len, a1.accepted, a1.overlap) == ("a", 97, [1, 1, 0], [])
     a2, b2 = back.steps[1].requests
     assert (a2.accepted, a2.overlap) == ([1, 1, 1], [0.9, 0.8])
     assert (b2.id, b2.accepted, b2.overlap) == ("b", [0, 0, 0], [])

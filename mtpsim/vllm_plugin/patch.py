@@ -348,8 +348,11 @@ def _record_verify(rec: Recorder, a: dict[str, Any]) -> None:
     for i in range(n):
         d = int(drafted[i])
         if d > 0:
+            # seq_lens = computed tokens + the 1 + d this step ran; the trace's context is what
+            # came before the verified drafts (prompt + output so far, as the reference engine
+            # records it), so the drafts are not counted.
             rec.add_trace({"kind": "verify", "call": rec.call, "time_s": t, "req": rec.req_ids[i],
-                           "context_len": seq_lens[i], "drafted": d,
+                           "context_len": seq_lens[i] - d, "drafted": d,
                            "accepted": max(int(sampled[i]) - 1, 0)})
 
 
