@@ -30,3 +30,11 @@ def test_a_cuda_device_without_a_gpu_is_one_line():
                                    "--set", 'reference.device="cuda"'])
     assert res.exit_code == 2, res.output
     assert "reference.device: expected a CUDA device" in res.output
+
+
+def test_weights_without_their_config_sidecar_are_one_line(tmp_path):
+    weights = tmp_path / "w.safetensors"
+    weights.write_bytes(b"")
+    res = CliRunner().invoke(app, ["serve-reference", "--weights", str(weights)])
+    assert res.exit_code == 2, res.output
+    assert f"{weights}: expected its config next to it" in res.output.replace("\n", "")

@@ -62,8 +62,14 @@ def serve_reference(
         if not BUILTIN.is_file():
             raise UserError(BUILTIN, None, "the shipped reference weights are missing; pass "
                             f"--weights PATH or {TINY_RANDOM}")
-    elif w != TINY_RANDOM and not Path(w).is_file():
-        raise UserError(None, "--weights", f"expected builtin, {TINY_RANDOM} or a file, got {w!r}")
+    elif w != TINY_RANDOM:
+        from mtpsim.engine.weights import sidecar
+
+        if not Path(w).is_file():
+            raise UserError(None, "--weights", f"expected builtin, {TINY_RANDOM} or a file, got {w!r}")
+        if not sidecar(Path(w)).is_file():
+            raise UserError(w, None, f"expected its config next to it in {sidecar(Path(w))} "
+                            "(weights are saved as .safetensors + .json)")
     from mtpsim.engine.runner import resolve_device
 
     device = str(resolve_device(exp.reference.device))  # "cuda" with no GPU: a one-line error
