@@ -1,5 +1,6 @@
 """`calibrate` finds the efficiency factor that produced a measured row, and writes it back."""
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,17 @@ def test_two_factors_are_recovered_and_ttft_separates_them_better_than_throughpu
         conditions[metrics[1]] = fit.condition
     # throughput and TPOT move together (throughput ~ concurrency * output / E2EL)
     assert conditions["median_ttft_ms"] * 3 < conditions["median_tpot_ms"]
+
+
+
+@pytest.mark.parametrize(("factor", "start", "truth"), [("overhead_ms", 0.0, 3.0),
+                                                        ("mem_efficiency", 1.0, 0.45)])
+def test_a_factor_that_starts_on_a_bound_is_still_fitted(factor, start, truth):
+    row = simulate(with_factors(experiment_from_dict(RAW), {factor: truth}), "fresh")
+    exp = experiment_from_dict({**RAW, "calibration": {
+        factor: start, "fit": [factor], "fit_metrics": ["median_tpot_ms"],
+        "measured": {"fresh": {"median_tpot_ms": row.metrics["median_tpot_ms"]}}}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # np.log(0) warned "divide by zero" on stderr
+        fit = calibrate(exp)
+    assert fit.after[factor] == pytest.approx(truth, rel=0.02)
