@@ -108,3 +108,15 @@ def test_calibrate_without_a_measured_row_exits_2(tmp_path):
     res = CliRunner().invoke(app, ["calibrate", str(p)])
     assert res.exit_code == 2
     assert "calibration.measured.fresh" in res.output and "Traceback" not in res.output
+
+
+def test_calibrate_does_not_write_factors_fitted_to_another_setup(tmp_path):
+    p = write(tmp_path)
+    before = p.read_text()
+    res = CliRunner().invoke(app, ["calibrate", str(p), "--write",
+                                   "--set", "workload.output_len=50"])
+    assert res.exit_code == 2, res.output
+    assert "--write: expected no --set that changes the measured setup" in res.output
+    assert p.read_text() == before
+    res = CliRunner().invoke(app, ["calibrate", str(p), "--write", "--set", "seed=2"])
+    assert res.exit_code == 0, res.output

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from mtpsim.errors import SpecError
+from mtpsim.errors import SpecError, UserError
 from mtpsim.fileio import atomic_write_text
 
 console = Console()
@@ -54,11 +54,17 @@ def calibrate(
 
     Example: [cyan]mtpsim calibrate experiments/pr47352.toml --write[/cyan]
     """
+    from mtpsim.commands.simulate import setup_overrides
     from mtpsim.report import fit_table
     from mtpsim.sim.calibrate import calibrate as fit_factors
     from mtpsim.sim.calibrate import identifiable
     from mtpsim.spec import load_experiment
 
+    changed = setup_overrides(set_ or [])
+    if write and changed:
+        raise UserError("--write", None, "expected no --set that changes the measured setup "
+                        f"({', '.join(changed)}): factors fitted to another setup do not belong "
+                        "in the experiment file")
     fit = fit_factors(load_experiment(experiment, list(set_ or [])))
     if write:
         write_factors(experiment, fit.after)

@@ -23,6 +23,11 @@ _NEUTRAL = ("seed", "policies", "acceptance.", "calibration.", "description", "r
 err_console = Console(stderr=True)
 
 
+def setup_overrides(sets: list[str]) -> list[str]:
+    """The `--set` overrides that change the measured setup (workload, engine, model, GPU)."""
+    return [o for o in sets if not o.split("=")[0].strip().startswith(_NEUTRAL)]
+
+
 def run_policies(exp_path: str, overrides: list[str], show_progress: bool,
                  calibration: Calibration | None = None) -> tuple[Experiment, dict[str, Result]]:
     """Load the experiment and simulate each of its policies (with a progress bar if asked);
@@ -145,7 +150,7 @@ def simulate(
         for p in simulate_plots(results, plot, trace or []):
             console.print(f"plot: {p}", highlight=False)
     cal = exp.calibration
-    changed = [o for o in set_ or [] if not o.split("=")[0].strip().startswith(_NEUTRAL)]
+    changed = setup_overrides(set_ or [])
     if changed and cal.measured:
         console.print("measured rows not shown: --set changed the measured setup "
                       f"({', '.join(changed)})", highlight=False)
