@@ -136,3 +136,8 @@ def build_section(cls: type, raw: Mapping[str, Any], section: str,
             shown = "inf" if value == math.inf else repr(value)
             raise SpecError(source_of(f.name), where, f"expected {msg}, got {shown}")
     return cls(**kwargs)
+
+
+def describe(cls: type) -> list[tuple[str, str]]:
+    """(field name, help) pairs, for documentation."""
+    return [(f.name, f.metadata.get("help", "")) for f in fields(cls)]
