@@ -14,6 +14,11 @@ class UserError(Exception):
         self.expected = expected
         super().__init__(self.message())
 
+    def __reduce__(self) -> tuple[type, tuple[str | None, str | None, str]]:
+        # Exceptions unpickle as cls(*args), and args holds only the message: rebuild from the
+        # parts, or one raised in a worker process (mtpsim sweep) breaks the pool that gets it.
+        return type(self), (self.source, self.field, self.expected)
+
     def message(self) -> str:
         where = ": ".join(p for p in (self.source, self.field) if p)
         return f"{where}: {self.expected}" if where else self.expected
