@@ -142,11 +142,23 @@ def build_points(experiment: str | Path, sets: Sequence[str]) -> tuple[list[Axis
         extra, notes = ([], ()) if own_rates else _extend_acceptance(base, values.get(k_key, base.k))
         ov += extra
         exp = load_experiment(experiment, ov)
+        if not exp.calibration.file:  # else a fitted cost model stands in for the roofline
+            _check_fits(exp, ", ".join(ov[len(fixed):len(fixed) + len(axes)]))
         points.append(Point(tuple(ov), values, _spec_id(exp), notes))
     ids = [p.point_id for p in points]
     if len(set(ids)) != len(ids):
         raise SpecError(SOURCE, None, "expected distinct grid points (two values give the same spec)")
     return axes, points
+
+
+def _check_fits(exp: Any, point: str) -> None:
+    """The simulator's memory check, run up front: a point that cannot fit names its values."""
+    from mtpsim.sim.cost import check_fits
+
+    try:
+        check_fits(exp)
+    except SpecError as e:
+        raise SpecError(SOURCE, e.field, f"{e.expected} (at {point})") from None
 
 
 def point_path(out: Path, point: Point) -> Path:

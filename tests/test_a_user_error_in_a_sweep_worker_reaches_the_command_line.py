@@ -1,7 +1,6 @@
-"""A point that validates but cannot be simulated (its weights do not fit the GPUs) raises a
-SpecError inside a sweep worker; the error must cross the process boundary as itself, so the
-sweep ends with the one-line message and exit code 2 instead of hanging on an exception the
-pool cannot unpickle."""
+"""A UserError raised in a sweep worker must cross the process boundary as itself: the pool
+unpickles it, and one that cannot be unpickled left `mtpsim sweep -j 2` hanging. A point whose
+weights do not fit its GPUs is now refused up front, naming the point, before any worker runs."""
 
 from __future__ import annotations
 
@@ -25,10 +24,13 @@ def test_user_errors_survive_pickling(cls):
     assert type(back) is cls and back.message() == err.message()
 
 
-def test_a_failing_point_in_a_parallel_sweep_exits_2(tmp_path):
+def test_a_point_that_cannot_fit_stops_the_sweep_before_it_runs(tmp_path):
     exp = write_small(tmp_path)
-    cmd = [sys.executable, "-m", "mtpsim", "sweep", str(exp), "--set", "engine.tp=1,8", "-j", "2"]
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "mtpsim", "sweep", str(exp), "--set", "engine.tp=1,8", "-j", "2",
+           "--out", str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert res.returncode == 2, res.stderr
-    assert "engine.tp: expected enough GPUs for the weights" in res.stderr
-    assert "Traceback" not in res.stderr
+    assert "--set: engine.tp: expected enough GPUs for the weights" in res.stderr
+    assert "(at engine.tp=1)" in res.stderr and "Traceback" not in res.stderr
+    assert not (out / "points").exists()
