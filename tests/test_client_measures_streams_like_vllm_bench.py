@@ -63,3 +63,9 @@ def test_poisson_arrivals_have_the_requested_mean_rate():
     gaps = send_offsets(20_000, request_rate=4.0, burstiness=1.0, seed=1)
     assert gaps[-1] / len(gaps) == pytest.approx(0.25, rel=0.03)
     assert not send_offsets(3, float("inf"), 1.0, 0).any()
+
+
+def test_arrivals_end_at_n_over_rate_as_vllm_bench_rescales_them():
+    offsets = send_offsets(50, request_rate=2.0, burstiness=0.5, seed=3)
+    assert offsets[-1] == pytest.approx(25.0, rel=1e-12)
+    assert offsets[0] > 0 and (offsets[1:] >= offsets[:-1]).all()

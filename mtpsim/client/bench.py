@@ -91,11 +91,14 @@ class BenchOutcome:
 
 
 def send_offsets(n: int, request_rate: float, burstiness: float, seed: int) -> np.ndarray:
-    """Intended send times (s from the start): gamma gaps with mean 1/rate, as vLLM bench."""
-    if math.isinf(request_rate):
+    """Intended send times (s from the start) as vLLM 0.33.0's bench `get_request`: cumulative
+    gamma gaps with mean 1/rate, rescaled so that the last request goes out at exactly n / rate
+    (vLLM does so to keep throughput stable across seeds)."""
+    if math.isinf(request_rate) or n == 0:
         return np.zeros(n)
     gaps = np.random.default_rng(seed).gamma(burstiness, 1.0 / (request_rate * burstiness), n)
-    return np.cumsum(gaps)
+    offsets = np.cumsum(gaps)
+    return offsets * (n / request_rate / offsets[-1])
 
 
 async def fetch_counters(session: aiohttp.ClientSession,
