@@ -3,7 +3,10 @@
 1. Real run of the one calibration configuration (experiments/heldout/calibrate.toml).
 2. Fit acceptance, overlap and step cost to its traces -> experiments/heldout/calibration.json.
 3. For each held-out configuration (other k, context length, concurrency, top-k): simulate it
-   with that calibration, run it for real, and `mtpsim compare` the two.
+   with that calibration (the mean of SEEDS seeded simulations, so the simulator's own sampling
+   noise does not count as error), run it for real, and `mtpsim compare` the two.
+Every real run executes its two policies side by side (one process and one core each), so
+both see the same machine, and the calibration run saw the same conditions as the held-out ones.
 4. Check: acceptance length error <= 3 %, output throughput error <= 10 %, median TPOT error
    <= 10 % (every policy), and the sign of the share-vs-fresh change wherever the real change is
    significant (bootstrap CI excludes 0 and, for acceptance, it clears the placebo noise floor).
@@ -29,6 +32,8 @@ EXPERIMENTS = ROOT / "experiments" / "heldout"
 HELD_OUT = ("k2-conc4", "k3-long-conc2", "k3-top128-conc16", "k4-top32-conc1")
 LIMITS = {"spec_decode_acceptance_length": 3.0, "output_throughput": 10.0, "median_tpot_ms": 10.0}
 SIGN_METRICS = ("spec_decode_acceptance_length", "median_tpot_ms")
+POLICIES = ("fresh", "share")
+SEEDS = 8
 
 
 def mtpsim(*args: str, capture: bool = False) -> str:
@@ -39,6 +44,49 @@ def mtpsim(*args: str, capture: bool = False) -> str:
     if proc.returncode != 0:
         sys.exit(f"mtpsim {args[0]} failed with exit code {proc.returncode}")
     return proc.stdout or ""
+
+
+def run_real(toml: str, out: Path, weights: list[str]) -> str:
+    """Both policies side by side (one `mtpsim run-real -p POLICY` each); returns the load."""
+    procs = []
+    for policy in POLICIES:
+        args = ["run-real", toml, "-p", policy, "--out", str(out), *weights]
+        print("$ mtpsim " + " ".join(args), flush=True)
+        procs.append(subprocess.Popen([sys.executable, "-m", "mtpsim", *args], cwd=ROOT,
+                                      stdout=subprocess.DEVNULL))
+    try:
+        codes = [p.wait() for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+                p.wait()
+    if any(codes):
+        sys.exit(f"mtpsim run-real {toml} failed with exit codes {codes}")
+    return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def simulate_mean(toml: str, out: Path, cal_set: list[str]) -> None:
+    """SEEDS seeded simulations; their metrics averaged into out/<policy>.json."""
+    from mtpsim.result import Result, load_result
+
+    for seed in range(SEEDS):
+        mtpsim("simulate", toml, "--seed", str(seed), "--out", str(out / "seeds" / str(seed)), *cal_set,
+               "--json", capture=True)
+    for policy in POLICIES:
+        runs = [load_result(out / "seeds" / str(seed) / f"{policy}.json") for seed in range(SEEDS)]
+        metrics = {}
+        for key, v in runs[0].metrics.items():
+            vals = [r.metrics[key] for r in runs]
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                metrics[key] = sum(vals) / SEEDS
+            elif isinstance(v, list) and all(isinstance(x, int | float) for x in v):
+                metrics[key] = [sum(xs) / SEEDS for xs in zip(*vals, strict=True)]
+            else:
+                metrics[key] = v
+        Result("simulate", policy, metrics, phases=runs[0].phases, seed=None,
+               experiment=runs[0].experiment, spec=runs[0].spec,
+               extra={"mean_of_seeds": list(range(SEEDS))}).write(out / f"{policy}.json")
 
 
 def machine() -> str:
@@ -93,7 +141,7 @@ def main() -> None:
     out = args.out.resolve()
     weights = ["--set", f"reference.weights={json.dumps(args.weights)}"]
     cal_dir = out / "calibrate"
-    mtpsim("run-real", str(EXPERIMENTS / "calibrate.toml"), "--out", str(cal_dir), *weights)
+    loads = {"calibrate": run_real(str(EXPERIMENTS / "calibrate.toml"), cal_dir, weights)}
     mtpsim("simulate", str(EXPERIMENTS / "calibrate.toml"),
            "--trace", str(cal_dir / "fresh.trace.jsonl"), "--trace", str(cal_dir / "share.trace.jsonl"),
            "--save-calibration", str(args.calibration), "--plot", str(cal_dir / "plots"),
@@ -103,14 +151,16 @@ def main() -> None:
     for name in args.only:
         toml = str(EXPERIMENTS / f"{name}.toml")
         d = out / name
-        mtpsim("simulate", toml, "--out", str(d / "sim"), *cal_set)  # the prediction, before the run
-        mtpsim("run-real", toml, "--out", str(d / "real"), *weights)
+        simulate_mean(toml, d / "sim", cal_set)  # the prediction, made before the real run
+        loads[name] = run_real(toml, d / "real", weights)
         report = json.loads(mtpsim("compare", str(d / "sim"), str(d / "real"), "--json",
                                    "--plot", str(d / "plots"), capture=True))
         rows, ok = check(name, report)
         all_rows += rows
         all_ok &= ok
     print(f"\nmachine: {machine()}")
+    for name, load in loads.items():
+        print(f"  after {name}: {load}")
     print(f"{'config':<18} {'policy':<12} {'metric':<31} {'real':>10} {'sim':>10} {'error':>8}  verdict")
     for r in all_rows:
         if "error_pct" in r:
@@ -126,7 +176,7 @@ def main() -> None:
     from mtpsim.fileio import atomic_write_json
 
     atomic_write_json(out / "summary.json", {"machine": machine(), "weights": args.weights,
-                                             "all_ok": all_ok, "rows": all_rows})
+                                             "loads": loads, "all_ok": all_ok, "rows": all_rows})
     print(f"\nheld-out validation: {'PASS' if all_ok else 'FAIL'} ({len(args.only)} configurations; "
           f"summary in {out / 'summary.json'})")
     sys.exit(0 if all_ok else 1)

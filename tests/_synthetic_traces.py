@@ -19,7 +19,7 @@ SIGMA = 0.6
 KAPPA = 2.0
 OVERLAP_U = np.array([[-1.0, 0.5], [-1.5, 0.3]])  # share, draft steps 1, 2
 COST = {  # seconds per feature unit (names of mtpsim.calibration.models.cost_features)
-    "prefill": {"prompts": 0.01, "token_keys": 6e-6, "pairs": 1e-7},
+    "prefill": {"token_keys": 6e-6, "pairs": 1e-7},
     "verify": {"steps": 0.005, "row_keys": 9e-6, "ctx": 2e-7},
     "draft_prefill": {"calls": 0.002, "row_keys": 2e-6, "requests": 3e-4},
     "draft_decode_indexer": {"calls": 4e-4, "ctx": 5e-8},

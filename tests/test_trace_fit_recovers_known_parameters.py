@@ -32,7 +32,7 @@ def fitted():
 def test_acceptance_curves_per_position_are_recovered(fitted):
     cal, _ = fitted
     base = np.asarray(cal.acceptance.base)
-    shift = np.log(cal.acceptance.context_ref / CTX_REF)  # b0 is quoted at the fit's own L_ref
+    shift = np.log(cal.acceptance.ratio_ref * TOPK / CTX_REF)  # b0 is quoted at the fit's own L/K
     b0_true = B[:, 0] + B[:, 1] * shift
     assert np.allclose(base[:, 0], b0_true, atol=0.25)
     assert np.allclose(base[:, 1], B[:, 1], atol=0.2)
@@ -91,5 +91,5 @@ def test_per_row_cost_scales_with_the_attended_keys_of_another_topk(fitted):
     shape = StepShape(prefill_tokens=1000, prefill_done=1, prefill_pairs=1000 * 1001 / 2)
     at = {k: float(FittedCost(cal, "fresh", K_DRAFT, k).step(shape)["prefill"]) for k in (32, 64)}
     c = dict(zip(cal.cost.phases["prefill"].features, cal.cost.phases["prefill"].coef, strict=True))
-    per_prompt = c["prompts"] + c["pairs"] * 1000 * 1001 / 2
+    per_prompt = c["pairs"] * 1000 * 1001 / 2
     assert (at[64] - per_prompt) == pytest.approx(2 * (at[32] - per_prompt), rel=0.01)

@@ -94,7 +94,7 @@ class FittedAcceptance:
         """[n, k] conditional acceptance at each request's context."""
         context = np.atleast_1d(np.asarray(context, float))
         rows = self._rows()
-        x = np.log(np.maximum(context, 1.0) / self.cal.acceptance.context_ref)
+        x = np.log(np.maximum(context, 1.0) / self.topk / self.cal.acceptance.ratio_ref)
         shift = 0.0 if request_shift is None else np.asarray(request_shift, float)
         out = np.empty((context.size, self.k))
         direct = self.policy in self.cal.acceptance.policies
@@ -148,8 +148,9 @@ def cost_features(x: StepQuantities, k: int, topk: int) -> dict[str, dict[str, n
     calls = has_dec + np.asarray(x.prefill_done, float)  # propose() calls: one batch + one per prompt
     verify_rows = np.multiply(q, x.num_decode)
     f = {
-        "prefill": {"prompts": x.prefill_done, "token_keys": np.multiply(topk, x.prefill_tokens),
-                    "pairs": x.prefill_pairs},
+        # no per-prompt term: with prompt lengths varying it soaks up noise that then fails to
+        # scale with top-k; per-prompt host work is priced in `overhead`
+        "prefill": {"token_keys": np.multiply(topk, x.prefill_tokens), "pairs": x.prefill_pairs},
         "verify": {"steps": has_dec, "row_keys": np.multiply(topk, verify_rows),
                    "ctx": np.multiply(q, x.decode_ctx)},
         "draft_prefill": {"calls": calls, "row_keys": np.multiply(topk, verify_rows + x.prefill_tokens),
