@@ -120,3 +120,23 @@ def test_calibrate_does_not_write_factors_fitted_to_another_setup(tmp_path):
     assert p.read_text() == before
     res = CliRunner().invoke(app, ["calibrate", str(p), "--write", "--set", "seed=2"])
     assert res.exit_code == 0, res.output
+
+
+def test_calibrate_write_keeps_the_file_when_the_fit_did_not_converge(tmp_path, monkeypatch):
+    import dataclasses
+
+    import mtpsim.sim.calibrate as sim_calibrate
+
+    real_calibrate = sim_calibrate.calibrate
+
+    def stopped_short(exp):
+        return dataclasses.replace(real_calibrate(exp), success=False,
+                                   message="The maximum number of function evaluations is exceeded.")
+
+    monkeypatch.setattr(sim_calibrate, "calibrate", stopped_short)
+    p = write(tmp_path)
+    before = p.read_text()
+    res = CliRunner().invoke(app, ["calibrate", str(p), "--write"])
+    assert res.exit_code == 1, res.output
+    assert "not written: the fit did not converge" in res.output
+    assert p.read_text() == before

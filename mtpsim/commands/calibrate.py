@@ -14,6 +14,7 @@ from mtpsim.errors import SpecError, UserError
 from mtpsim.fileio import atomic_write_text
 
 console = Console()
+err_console = Console(stderr=True)
 
 
 def write_factors(path: Path, factors: dict[str, float]) -> None:
@@ -66,7 +67,9 @@ def calibrate(
                         f"({', '.join(changed)}): factors fitted to another setup do not belong "
                         "in the experiment file")
     fit = fit_factors(load_experiment(experiment, list(set_ or [])))
-    if write:
+    # A fit that stopped short (e.g. at its evaluation limit) is reported but never stored.
+    wrote = write and fit.success
+    if wrote:
         write_factors(experiment, fit.after)
     if as_json:
         typer.echo(json.dumps({"before": fit.before, "after": fit.after, "measured": fit.measured,
@@ -74,6 +77,7 @@ def calibrate(
                                "success": fit.success, "message": fit.message,
                                "condition": fit.condition, "identifiable": identifiable(fit)},
                               indent=2))
+        _refuse_unconverged(write, wrote, fit.message)
         return
     console.print(fit_table(fit.before, fit.after, fit.measured, fit.simulated))
     console.print(f"{fit.evaluations} simulations; {fit.message.rstrip('.')}; Jacobian condition "
@@ -83,5 +87,13 @@ def calibrate(
                       "apart; fix some of them (a prior) or fit to more metrics", highlight=False)
     console.print("[calibration]\n" + "\n".join(f"{k} = {v:.6g}" for k, v in fit.after.items()),
                   highlight=False, markup=False)
-    if write:
+    if wrote:
         console.print(f"wrote the fitted factors to {experiment}", highlight=False)
+    _refuse_unconverged(write, wrote, fit.message)
+
+
+def _refuse_unconverged(write: bool, wrote: bool, message: str) -> None:
+    if write and not wrote:
+        err_console.print(f"not written: the fit did not converge ({message.rstrip('.')}); "
+                          "the experiment file is unchanged", highlight=False, markup=False)
+        raise typer.Exit(1)
