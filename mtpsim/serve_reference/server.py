@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from mtpsim.errors import UserError
 
 HOST = "127.0.0.1"  # never configurable: the server has no authentication
 TINY_RANDOM = "random-tiny"  # weights value for tests: a 1-layer random-init model
@@ -61,6 +64,19 @@ def _watch_parent(parent: int) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
+def bind(port: int) -> socket.socket:
+    """The listening socket, bound before the engine is built so a taken port fails at once."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError as e:
+        sock.close()
+        raise UserError("--port", None,
+                        f"expected a free port on {HOST}, got {port} ({e.strerror})") from None
+    return sock
+
+
 def serve(opts: ServerOptions) -> None:
     import uvicorn
 
@@ -73,11 +89,14 @@ def serve(opts: ServerOptions) -> None:
         # A server whose engine is dead must not look healthy: exit, so the runner sees it.
         os.kill(os.getpid(), signal.SIGTERM)
 
+    sock = bind(opts.port)
     loop = EngineLoop(build_engine(opts), on_error=engine_failed)
     loop.start()
     try:
-        uvicorn.run(create_app(loop, opts.model_name, opts.max_model_len), host=HOST,
-                    port=opts.port, log_level="warning", access_log=False,
-                    timeout_graceful_shutdown=2)
+        config = uvicorn.Config(create_app(loop, opts.model_name, opts.max_model_len), host=HOST,
+                                port=opts.port, log_level="warning", access_log=False,
+                                timeout_graceful_shutdown=2)
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
         loop.stop()
+        sock.close()
