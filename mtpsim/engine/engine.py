@@ -26,7 +26,6 @@ stops a request is included in its `new_token_ids`.
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -104,7 +103,7 @@ class SpecDecodeEngine:
                                  "dtype": str(model.output.weight.dtype).removeprefix("torch."),
                                  "threads": torch.get_num_threads(),
                                  "max_num_seqs": config.max_num_seqs})
-        self._seed, self._n_added, self._n_steps, self._t0 = seed, 0, 0, time.perf_counter()
+        self._seed, self._n_added, self._n_steps, self._t0 = seed, 0, 0, sync_time(self.device)
 
     # --- public API ---
     def add_request(self, request_id: str, prompt_tokens: list[int], max_tokens: int,

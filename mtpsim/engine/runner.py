@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -20,6 +21,7 @@ import torch
 from mtpsim.engine import weights
 from mtpsim.engine.corpus import joined
 from mtpsim.engine.engine import EngineConfig, SpecDecodeEngine
+from mtpsim.engine.model import phase_clock, sync_time
 from mtpsim.errors import SpecError
 from mtpsim.metrics import RequestRecord
 from mtpsim.result import PHASES, Result
@@ -84,12 +86,28 @@ def run_policy(exp: Experiment, policy: str,
     cfg = EngineConfig(num_speculative_tokens=exp.k, index_topk=topk, max_num_seqs=conc,
                        max_model_len=max_len, policy=policy, trace=True)
     engine = SpecDecodeEngine(model, cfg, seed=exp.seed)
-    mtp = model.mtp
 
-    t0 = time.perf_counter()
+    cpu_clock = ref.clock == "cpu"
+    if cpu_clock and device.type != "cpu":
+        raise SpecError(exp.source, "reference.clock", "expected \"wall\" on a GPU (the CPU clock "
+                        "does not see device time)")
+    with phase_clock(ref.clock):
+        return _serve(exp, policy, engine, model, path, device, prompts, out_lens, send, conc, topk,
+                      progress, idle_advances=cpu_clock)
+
+
+def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, path: Path,
+           device: torch.device, prompts: list[list[int]], out_lens: list[int], send: np.ndarray,
+           conc: int, topk: int, progress: Progress | None,
+           idle_advances: bool) -> tuple[Result, Trace]:
+    """The serving loop on the phase clock. `idle_advances`: the clock is CPU time, so waiting
+    for the next arrival advances it by the wait instead of sleeping."""
+    w, n, mtp = exp.workload, len(prompts), model.mtp
+    idle = 0.0
+    t0 = sync_time(device)
 
     def clock() -> float:
-        return time.perf_counter() - t0 - mtp.shadow_s
+        return sync_time(device) - t0 - mtp.shadow_s + idle
 
     arrival = [math.nan] * n
     first = [math.nan] * n
@@ -107,7 +125,11 @@ def run_policy(exp: Experiment, policy: str,
             arrival[nxt] = max(float(send[nxt]), 0.0) if math.isfinite(w.request_rate) else now
             nxt, in_flight = nxt + 1, in_flight + 1
         if not engine.has_unfinished():
-            time.sleep(max(0.0, float(send[nxt]) - clock()))
+            wait = max(0.0, float(send[nxt]) - clock())
+            if idle_advances:
+                idle += wait
+            else:
+                time.sleep(wait)
             continue
         outs = engine.step()
         now = clock()
@@ -137,7 +159,8 @@ def run_policy(exp: Experiment, policy: str,
             num_draft_tokens=c.num_draft_tokens, num_accepted_tokens=c.num_accepted_tokens,
             accepted_per_pos=list(c.accepted_per_pos)))
     tr = engine.trace
-    tr.meta.update({"experiment": exp.source, "seed": exp.seed, "weights": str(path)})
+    tr.meta.update({"experiment": exp.source, "seed": exp.seed, "weights": str(path),
+                    "clock": exp.reference.clock})
     steps = max(len(tr.steps), 1)
     totals = tr.phase_totals()
     draft_decode = totals["draft_decode_indexer"] + totals["draft_decode_rest"]
@@ -148,6 +171,7 @@ def run_policy(exp: Experiment, policy: str,
         counters=engine.stats, seed=exp.seed, experiment=exp.source, spec=exp.to_dict(),
         phases={p: totals[p] / steps for p in PHASES},
         extra={"engine": "reference", "device": str(device), "threads": torch.get_num_threads(),
+               "clock": exp.reference.clock,
                "weights": str(path), "index_topk": topk, "max_num_seqs": conc,
                "num_steps": len(tr.steps), "phases_total_s": totals,
                "shadow_s": mtp.shadow_s, "mtp_indexer_calls_per_step": calls,

@@ -191,6 +191,10 @@ class ReferenceSpec:
     weights: str = option("builtin", "'builtin' or a path to weights")
     device: str = option("auto", "where it runs", one_of("auto", "cpu", "cuda"))
     threads: int = option(0, "torch threads (0 = torch's default)", _nonneg)
+    clock: str = option("wall", "time base of every timing: wall, or cpu (the serving thread's "
+                        "CPU time, which other processes on a shared machine do not inflate; "
+                        "waits for arrivals advance it by the wait; CPU device only)",
+                        one_of("wall", "cpu"))
 
 
 @dataclass(frozen=True, slots=True)

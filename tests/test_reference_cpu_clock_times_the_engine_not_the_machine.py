@@ -1,0 +1,44 @@
+"""`reference.clock = "cpu"` times the reference runner on its thread's CPU time: another
+process competing for the core does not inflate the timings, and waiting for an arrival
+advances the clock by the wait instead of sleeping."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+from _reference_models import tiny_model
+
+from mtpsim.engine import weights
+from mtpsim.engine.model import phase_clock, sync_time
+from mtpsim.engine.runner import run_policy
+from mtpsim.spec import experiment_from_dict
+
+
+def test_the_cpu_clock_does_not_count_sleeping():
+    dev = torch.device("cpu")
+    with phase_clock("cpu"):
+        t0 = sync_time(dev)
+        time.sleep(0.3)
+        assert sync_time(dev) - t0 < 0.05
+    t0 = sync_time(dev)
+    time.sleep(0.05)
+    assert sync_time(dev) - t0 >= 0.05  # back on the wall clock after the block
+
+
+def test_arrivals_advance_the_cpu_clock_without_waiting(tmp_path: Path):
+    path = tmp_path / "tiny.safetensors"
+    weights.save(tiny_model(vocab=256).float(), path, torch.float32, {})
+    exp = experiment_from_dict({
+        "policies": ["fresh"], "seed": 1,
+        "speculative": {"num_speculative_tokens": 2, "index_topk": 8},
+        "workload": {"num_prompts": 3, "input_len": 20, "output_len": 6, "max_concurrency": 1,
+                     "request_rate": 0.5},
+        "reference": {"weights": str(path), "device": "cpu", "threads": 1, "clock": "cpu"}})
+    t0 = time.perf_counter()
+    result, trace = run_policy(exp, "fresh")
+    assert time.perf_counter() - t0 < 3.0  # sleeping until the arrivals would take ~4 s
+    arrivals = sorted(r.arrival_s for r in result.requests)
+    assert arrivals[-1] > 1.0  # the clock passed the intended send times
+    assert result.extra["clock"] == "cpu" and trace.meta["clock"] == "cpu"
