@@ -32,7 +32,7 @@ def fitted():
 def test_acceptance_curves_per_position_are_recovered(fitted):
     cal, _ = fitted
     base = np.asarray(cal.acceptance.base)
-    shift = np.log(cal.acceptance.ratio_ref * TOPK / CTX_REF)  # b0 is quoted at the fit's own L/K
+    shift = np.log(cal.acceptance.context_ref / CTX_REF)  # b0 is quoted at the fit's own L_ref
     b0_true = B[:, 0] + B[:, 1] * shift
     assert np.allclose(base[:, 0], b0_true, atol=0.25)
     assert np.allclose(base[:, 1], B[:, 1], atol=0.2)

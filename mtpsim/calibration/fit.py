@@ -2,7 +2,7 @@
 
 - Acceptance: every verified draft position i whose predecessors were accepted is one Bernoulli
   event (vLLM's conditional rate). Maximum likelihood of
-  `sigmoid(b0_i + b1_i ln((L/K)/ref) + u_r) * (1 - (1 - o_i) ** kappa)` with a per-request random
+  `sigmoid(b0_i + b1_i ln(L/L_ref) + u_r) * (1 - (1 - o_i) ** kappa)` with a per-request random
   shift u_r ~ N(0, sigma) (Gauss-Hermite quadrature), pooled over fresh, share and share_recent
   with the overlap o_i the trace recorded (1 under fresh and at step 0). Other policies
   (target_share, whose step 0 is changed too) get their own [b0, b1] per position.
@@ -47,7 +47,7 @@ class Events:
 
     policy: list[str] = field(default_factory=list)
     pos: list[int] = field(default_factory=list)
-    ctx: list[float] = field(default_factory=list)  # context / top-k
+    ctx: list[float] = field(default_factory=list)
     ovl: list[float] = field(default_factory=list)
     y: list[int] = field(default_factory=list)
     req: list[int] = field(default_factory=list)
@@ -74,7 +74,7 @@ def acceptance_events(traces: Sequence[Trace]) -> Events:
                         o = float(r.overlap[i - 1])
                     ev.policy.append(tr.policy)
                     ev.pos.append(i)
-                    ev.ctx.append(float(r.context_len) / tr.index_topk)  # L/K
+                    ev.ctx.append(float(r.context_len))
                     ev.ovl.append(o)
                     ev.y.append(int(r.accepted[i]))
                     ev.req.append(rid)
@@ -151,7 +151,7 @@ def _acceptance_report(ev: Events, cal_predict, k: int) -> dict:
                     (d["ctx"] <= edges[b + 1]) if b == CONTEXT_BINS - 1 else (d["ctx"] < edges[b + 1]))
                 if m.sum() < 5:
                     continue
-                cells.append({"pos": i, "context_over_topk": [float(edges[b]), float(edges[b + 1])],
+                cells.append({"pos": i, "context": [float(edges[b]), float(edges[b + 1])],
                               "n": int(m.sum()), "observed": float(d["y"][m].mean()),
                               "predicted": float(pred[m].mean())})
                 obs.append(d["y"][m].mean())

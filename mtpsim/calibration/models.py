@@ -94,7 +94,7 @@ class FittedAcceptance:
         """[n, k] conditional acceptance at each request's context."""
         context = np.atleast_1d(np.asarray(context, float))
         rows = self._rows()
-        x = np.log(np.maximum(context, 1.0) / self.topk / self.cal.acceptance.ratio_ref)
+        x = np.log(np.maximum(context, 1.0) / self.cal.acceptance.context_ref)
         shift = 0.0 if request_shift is None else np.asarray(request_shift, float)
         out = np.empty((context.size, self.k))
         direct = self.policy in self.cal.acceptance.policies

@@ -27,7 +27,7 @@ def _f(x: float | None, fmt: str = ".3f") -> str:
 def acceptance_fit_table(cal: Calibration) -> Table:
     a = cal.acceptance
     kappa = "-" if a.kappa is None else f"{a.kappa:.3g}"
-    t = Table(title=f"Acceptance fit: conditional rate per position (ln(L/K) about {a.ratio_ref:.1f}, "
+    t = Table(title=f"Acceptance fit: conditional rate per position (L_ref {a.context_ref:.0f}, "
               f"request spread sigma {a.sigma:.2f}, overlap->acceptance kappa {kappa})",
               title_justify="left")
     for col in ("Policy", "Pos", "Events", "Observed", "Fitted", "b0", "b1 (per ln L)"):

@@ -2,7 +2,7 @@
 
     {"format": "mtpsim-calibration", "version": 1, "mtpsim_version": "0.1.0", "engine": "reference",
      "created": "2026-11-29T10:40:00Z", "sources": [{"path": ..., "policy": "fresh", "k": 4, ...}],
-     "acceptance": {"ratio_ref": 11.0, "base": [[b0, b1], ...], "kappa": 40.0, "sigma": 0.8,
+     "acceptance": {"context_ref": 700.0, "base": [[b0, b1], ...], "kappa": 40.0, "sigma": 0.8,
                     "policies": {"target_share": [[b0, b1], ...]}, "report": {...}},
      "overlap": {"policies": {"share": [[u0, u1], ...]}, "report": {...}},
      "cost": {"gap_s": 8e-05, "phases": {"verify": {"features": [...], "coef": [...],
@@ -10,8 +10,8 @@
      "ranges": {"context_len": [300, 1500], "num_reqs": [1, 8], "k": [4], "index_topk": [64]}}
 
 Models (mtpsim.calibration.models): conditional acceptance at draft position i and context L is
-`sigmoid(b0_i + b1_i * ln((L / K) / ratio_ref) + u) * (1 - (1 - o_i) ** kappa)`, u ~ N(0, sigma)
-per request (K: top-k; context enters as L/K, how many times the attended set it is), o_i the
+`sigmoid(b0_i + b1_i * ln(L / context_ref) + u) * (1 - (1 - o_i) ** kappa)`, u ~ N(0, sigma) per
+request (top-k enters only through the overlap: one calibrated top-k says nothing more), o_i the
 policy's top-k overlap at draft step i (1 for `fresh` and at step 0); policies
 listed under `acceptance.policies` use their own [b0, b1] instead. Overlap at draft step s >= 1:
 agreement beyond chance `c = sigmoid(u0_s + u1_s * ln(L / K))`, fed through the formulas of
@@ -41,7 +41,7 @@ class CalibrationError(UserError):
 
 @dataclass(frozen=True, slots=True)
 class AcceptanceFit:
-    ratio_ref: float  # geometric mean of context / top-k over the fitted events
+    context_ref: float  # geometric mean context of the fitted events
     base: list[list[float]]  # [k][b0, b1]: overlap-1 conditional acceptance per position
     kappa: float | None  # overlap -> acceptance; None when no trace of a reuse policy had overlap
     sigma: float  # between-request spread (logit SD)
@@ -162,9 +162,9 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
         raise rd.fail("acceptance.sigma", "expected sigma >= 0 and kappa > 0 (or null)")
     pol = rd.table(acc, "policies", "acceptance.")
     policies = {str(p): rd.rows(v, f"acceptance.policies.{p}", 2) for p, v in pol.items()}
-    ctx_ref = rd.num(acc, "ratio_ref", "acceptance.")
+    ctx_ref = rd.num(acc, "context_ref", "acceptance.")
     if ctx_ref is None or ctx_ref <= 0:
-        raise rd.fail("acceptance.ratio_ref", "expected a positive number")
+        raise rd.fail("acceptance.context_ref", "expected a positive number")
     ov = rd.table(obj, "overlap", "")
     ov_pol = rd.table(ov, "policies", "overlap.")
     overlap = OverlapFit({str(p): rd.rows(v, f"overlap.policies.{p}", 2) for p, v in ov_pol.items()},
