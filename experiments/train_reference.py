@@ -73,6 +73,8 @@ def main() -> None:
     ap.add_argument("--work-dir", type=Path, default=ROOT / ".train")
     ap.add_argument("--export", type=Path, default=weights.BUILTIN)
     ap.add_argument("--init", type=Path, help="start from these weights (.safetensors + .json)")
+    ap.add_argument("--init-indexers", type=Path,
+                    help="then take the indexers' weights from this file (warm-started distillation)")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -84,6 +86,12 @@ def main() -> None:
     held = torch.from_numpy(np.frombuffer(joined(True), dtype=np.uint8).copy())
     args = ModelArgs(index_topk=a.topk)
     model = Transformer(args) if a.init is None else weights.load(a.init).train()
+    if a.init_indexers is not None:
+        from safetensors.torch import load_file
+
+        idx = {k: v.float() for k, v in load_file(str(a.init_indexers)).items() if ".indexer." in k}
+        missing = model.load_state_dict(idx, strict=False).missing_keys
+        assert len(missing) == len(model.state_dict()) - len(idx), "indexer names do not match"
     n_params = sum(p.numel() for p in model.parameters())
     t_start = time.monotonic()
     stats: dict[str, object] = {"seed": a.seed, "params": n_params, "train_bytes": train.numel(),
@@ -105,7 +113,8 @@ def main() -> None:
         stats["earlier_minutes"] = before.get("minutes") or sum(
             float(ph.get("minutes", 0.0)) for ph in stats["phases"].values())
     emit({"event": "start", "params": n_params, "train_bytes": train.numel(), "args": vars(a) | {
-        "work_dir": str(a.work_dir), "export": str(a.export), "init": a.init and str(a.init)}})
+        "work_dir": str(a.work_dir), "export": str(a.export), "init": a.init and str(a.init),
+        "init_indexers": a.init_indexers and str(a.init_indexers)}})
     dense_min = a.minutes - a.distill_minutes - a.sparse_minutes
     phases = [("A", "dense", dense_min, a.context), ("B", "distill", a.distill_minutes, a.distill_context),
               ("C", "sparse", a.sparse_minutes, a.long_context)]
@@ -148,6 +157,8 @@ def main() -> None:
                 last_ckpt = time.monotonic()
         dense_ev = evaluate(model, held, a.context, "dense", a.topk)
         sparse_ev = evaluate(model, held, a.context, "sparse", a.topk)
+        if name in stats["phases"]:  # type: ignore[operator]  # a continuation repeating a phase
+            name = f"{name}{sum(k.startswith(name) for k in stats['phases'])}"  # type: ignore[union-attr]
         stats["phases"][name] = {  # type: ignore[index]
             "mode": mode, "minutes": round((time.monotonic() - t0) / 60, 2), "steps": step,
             "tokens": tokens, "context": ctx, "batch": batch,
