@@ -138,15 +138,15 @@ def main() -> None:
     ap.add_argument("--calibration", type=Path, default=EXPERIMENTS / "calibration.json")
     ap.add_argument("--only", nargs="*", default=list(HELD_OUT), help="held-out configurations to run")
     args = ap.parse_args()
-    out = args.out.resolve()
+    out, calibration = args.out.resolve(), args.calibration.resolve()  # the spec resolves relative paths
     weights = ["--set", f"reference.weights={json.dumps(args.weights)}"]
     cal_dir = out / "calibrate"
     loads = {"calibrate": run_real(str(EXPERIMENTS / "calibrate.toml"), cal_dir, weights)}
     mtpsim("simulate", str(EXPERIMENTS / "calibrate.toml"),
            "--trace", str(cal_dir / "fresh.trace.jsonl"), "--trace", str(cal_dir / "share.trace.jsonl"),
-           "--save-calibration", str(args.calibration), "--plot", str(cal_dir / "plots"),
+           "--save-calibration", str(calibration), "--plot", str(cal_dir / "plots"),
            "--out", str(cal_dir / "sim"))
-    cal_set = ["--set", f"calibration.file={json.dumps(str(args.calibration))}"]
+    cal_set = ["--set", f"calibration.file={json.dumps(str(calibration))}"]
     all_rows, all_ok = [], True
     for name in args.only:
         toml = str(EXPERIMENTS / f"{name}.toml")
