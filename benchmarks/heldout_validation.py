@@ -12,7 +12,7 @@ both see the same machine, and the calibration run saw the same conditions as th
    significant (bootstrap CI excludes 0 and, for acceptance, it clears the placebo noise floor).
 
 Real runs are skipped when their results exist (run-real resumes), so a rerun only re-simulates.
-Run: python benchmarks/heldout_validation.py [--weights PATH] [--out runs/heldout] [--fresh-calibration]
+Run: python benchmarks/heldout_validation.py [--weights PATH] [--out DIR] [--calibration FILE] [--only N..]
 """
 
 from __future__ import annotations
