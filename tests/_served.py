@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from mtpsim.spec import experiment_from_dict
 from mtpsim.vllm_runner.process import free_port
@@ -37,3 +40,23 @@ def server_pids(port: int) -> list[int]:
         if b"--port" in argv and argv[argv.index(b"--port") + 1] == str(port).encode():
             out.append(int(entry.name))
     return out
+
+
+@contextmanager
+def tiny_app_client(policy: str = "share", **client_kw: Any) -> Iterator[tuple[Any, Any]]:
+    """serve-reference's app over a started tiny random-init engine, in-process (no socket):
+    yields (fastapi TestClient, EngineLoop) and stops the engine loop afterwards."""
+    from fastapi.testclient import TestClient
+
+    from mtpsim.serve_reference.app import create_app
+    from mtpsim.serve_reference.loop import EngineLoop
+    from mtpsim.serve_reference.server import TINY_RANDOM, ServerOptions, build_engine
+
+    loop = EngineLoop(build_engine(ServerOptions(policy=policy, port=0, weights=TINY_RANDOM,
+                                                 max_num_seqs=2, max_model_len=128)))
+    loop.start()
+    try:
+        with TestClient(create_app(loop, "ref", 128), **client_kw) as c:
+            yield c, loop
+    finally:
+        loop.stop()

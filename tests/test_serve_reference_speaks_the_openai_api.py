@@ -11,22 +11,15 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 
-from fastapi.testclient import TestClient  # noqa: E402
+from _served import tiny_app_client  # noqa: E402
 
 from mtpsim.client.prometheus import parse_spec_decode  # noqa: E402
-from mtpsim.serve_reference.app import create_app  # noqa: E402
-from mtpsim.serve_reference.loop import EngineLoop  # noqa: E402
-from mtpsim.serve_reference.server import TINY_RANDOM, ServerOptions, build_engine  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def client():
-    loop = EngineLoop(build_engine(ServerOptions(policy="share", port=0, weights=TINY_RANDOM,
-                                                 max_num_seqs=2, max_model_len=128)))
-    loop.start()
-    with TestClient(create_app(loop, "ref", 128)) as c:
+    with tiny_app_client() as (c, _loop):
         yield c
-    loop.stop()
 
 
 def _events(resp) -> list[dict]:
@@ -99,17 +92,11 @@ def test_health_and_models(client):
 def test_indexer_counts_tell_whether_sharing_engaged(policy, engaged):
     from mtpsim.vllm_plugin.counts import PluginCounts, sharing_verdict
 
-    loop = EngineLoop(build_engine(ServerOptions(policy=policy, port=0, weights=TINY_RANDOM,
-                                                 max_num_seqs=2, max_model_len=128)))
-    loop.start()
-    try:
-        with TestClient(create_app(loop, "ref", 128)) as c:
-            for _ in range(2):
-                assert c.post("/v1/completions", json={"prompt": "abc", "max_tokens": 12,
-                                                       "ignore_eos": True}).status_code == 200
-            counts = PluginCounts.from_json(c.get("/mtpsim/indexer_counts").json())
-    finally:
-        loop.stop()
+    with tiny_app_client(policy) as (c, _loop):
+        for _ in range(2):
+            assert c.post("/v1/completions", json={"prompt": "abc", "max_tokens": 12,
+                                                   "ignore_eos": True}).status_code == 200
+        counts = PluginCounts.from_json(c.get("/mtpsim/indexer_counts").json())
     steps = counts.contexts["propose"]
     assert len(steps.forwards) == 3 and steps.forwards[0] == steps.indexer[0] > 0
     assert steps.indexer[1:] == ([0, 0] if engaged else steps.forwards[1:])

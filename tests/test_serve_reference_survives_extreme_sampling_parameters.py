@@ -9,21 +9,13 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 
-from fastapi.testclient import TestClient  # noqa: E402
-
-from mtpsim.serve_reference.app import create_app  # noqa: E402
-from mtpsim.serve_reference.loop import EngineLoop  # noqa: E402
-from mtpsim.serve_reference.server import TINY_RANDOM, ServerOptions, build_engine  # noqa: E402
+from _served import tiny_app_client  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def served():
-    loop = EngineLoop(build_engine(ServerOptions(policy="share", port=0, weights=TINY_RANDOM,
-                                                 max_num_seqs=2, max_model_len=128)))
-    loop.start()
-    with TestClient(create_app(loop, "ref", 128), raise_server_exceptions=False) as c:
-        yield c, loop
-    loop.stop()
+    with tiny_app_client(raise_server_exceptions=False) as (client, loop):
+        yield client, loop
 
 
 def _post(client, temperature: str, max_tokens: str = "4"):
