@@ -122,13 +122,13 @@ class EngineLoop:
                         self._sinks.pop(out.request_id, None)
                     if sink is not None:
                         sink(out)
-        except BaseException as e:  # surfaced by /health, every open stream and on_error
+        except BaseException as e:  # surfaced by /health, on_error and every open stream
             self.error = e
+            traceback.print_exc()  # into the server log, whose tail the runner shows
+            if self.on_error is not None:  # first: a client that sees the error finds it reported
+                self.on_error(e)
             for sink in self._sinks.values():
                 sink(e)
-            traceback.print_exc()  # into the server log, whose tail the runner shows
-            if self.on_error is not None:
-                self.on_error(e)
         finally:
             with self._cond:
                 self._closed = True
