@@ -11,7 +11,7 @@ verified request:
 
     {"step": 7, "time_s": 1.25, "num_reqs": 4, "num_prefills": 0,
      "phases": {"prefill": 0.0, "verify": 0.031, ...}, "shadow_s": 0.002,
-     "mtp_indexer_calls": [1, 0, 0],
+     "mtp_indexer_calls": [1, 0, 0], "attention": {"verify": 0.012, ...},
      "requests": [{"id": "r3", "context_len": 1290, "drafted": 3, "accepted": [1, 1, 0],
                    "overlap": [0.95, 0.91]}]}
 """
@@ -54,6 +54,9 @@ class TraceStep:
     shadow_s: float  # off-the-clock fresh top-k computed for the overlap figures
     mtp_indexer_calls: list[int]  # MTP indexer invocations per draft step 0..k-1
     requests: list[TraceRequest]
+    # optional: seconds of each phase spent in the top-k-wide sparse attention (the reference
+    # engine records it; phases without any are left out); lets the fit price top-k apart
+    attention: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -111,6 +114,16 @@ def _numbers(v: list[Any], key: str, where: str, source: Path) -> list[Any]:
     return v
 
 
+def _attention(obj: dict[str, Any], where: str, source: Path) -> dict[str, float]:
+    att = obj.get("attention", {})
+    if (not isinstance(att, dict) or not set(att) <= set(PHASES)
+            or any(not isinstance(v, int | float) or isinstance(v, bool) or v < 0
+                   for v in att.values())):
+        raise TraceError(source, f"{where}: attention",
+                         f"expected an object of non-negative seconds keyed by {', '.join(PHASES)}")
+    return {p: float(v) for p, v in att.items()}
+
+
 def _step(obj: Any, where: str, source: Path) -> TraceStep:
     if not isinstance(obj, dict):
         raise TraceError(source, where, "expected a JSON object (one engine step)")
@@ -136,7 +149,7 @@ def _step(obj: Any, where: str, source: Path) -> TraceStep:
         shadow_s=float(_get(obj, "shadow_s", (int, float), where, source)),
         mtp_indexer_calls=_numbers(_get(obj, "mtp_indexer_calls", list, where, source),
                                    "mtp_indexer_calls", where, source),
-        requests=reqs)
+        requests=reqs, attention=_attention(obj, where, source))
 
 
 def read_trace(path: str | Path) -> Trace:

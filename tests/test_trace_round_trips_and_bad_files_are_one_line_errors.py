@@ -32,6 +32,15 @@ def _write(tmp_path, lines):
 
 HEADER = json.dumps({"format": FORMAT, "version": VERSION, "engine": "reference", "policy": "share",
                      "num_speculative_tokens": 3, "index_topk": 4})
+STEP = {"step": 0, "time_s": 0.0, "num_reqs": 0, "num_prefills": 1,
+        "phases": dict.fromkeys(PHASES, 0.01), "shadow_s": 0.0, "mtp_indexer_calls": [1, 0, 0],
+        "requests": []}
+
+
+def test_a_step_without_attention_seconds_reads_as_none_recorded(tmp_path):
+    """Traces written before the field existed (and vLLM's) carry no attention seconds."""
+    tr = read_trace(_write(tmp_path, [HEADER, json.dumps(STEP)]))
+    assert tr.steps[0].attention == {}
 
 
 @pytest.mark.parametrize("lines, needle", [
@@ -40,6 +49,9 @@ HEADER = json.dumps({"format": FORMAT, "version": VERSION, "engine": "reference"
     ([HEADER.replace(f'"version": {VERSION}', '"version": 99')], "version"),
     ([HEADER, json.dumps({"step": 0})], "line 2"),
     ([HEADER, "{"], "line 2"),
+    ([HEADER, json.dumps({**STEP, "attention": {"prefill": -1.0}})], "line 2: attention"),
+    ([HEADER, json.dumps({**STEP, "attention": {"sampling": 0.1}})], "line 2: attention"),
+    ([HEADER, json.dumps({**STEP, "attention": [0.1]})], "line 2: attention"),
 ])
 def test_bad_trace_file_is_a_one_line_error(tmp_path, lines, needle):
     with pytest.raises(TraceError) as e:

@@ -33,12 +33,14 @@ import torch
 from torch import Tensor
 
 from mtpsim.engine.corpus import EOS
-from mtpsim.engine.model import Transformer, sync_time
+from mtpsim.engine.model import Transformer, sparse_attention, sync_time
 from mtpsim.engine.sampling import rejection_sample, sample
 from mtpsim.metrics import SpecDecodeCounters
 from mtpsim.policies import make_policy
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace, TraceRequest, TraceStep
+
+PREFILL_ROW_KEYS = 16384  # 256 rows at top-64: 16 MiB of fp32 keys (and values) per gather
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,10 @@ class EngineConfig:
     max_num_seqs: int = 8
     max_model_len: int = 4096  # prompt + output tokens per request
     policy: str = "share"
-    prefill_chunk: int = 256  # rows per target / draft prefill call (bounds the gather memory)
+    # rows per target / draft prefill call; None: PREFILL_ROW_KEYS // index_topk, so the gathered
+    # [rows, top-k, heads, head_dim] block has the same size at every top-k (its cost per key then
+    # does not grow with top-k: benchmarks/bench_reference_topk_cost.py)
+    prefill_chunk: int | None = None
     trace: bool = False  # shadow-compute fresh top-k at reused steps and keep per-step records
 
 
@@ -89,6 +94,7 @@ class SpecDecodeEngine:
         if k < 1 or config.index_topk < 1 or config.max_num_seqs < 1:
             raise ValueError("num_speculative_tokens, index_topk and max_num_seqs must be >= 1")
         self.model, self.cfg, self.k = model, config, k
+        self.prefill_chunk = config.prefill_chunk or max(1, PREFILL_ROW_KEYS // config.index_topk)
         self.device = model.output.weight.device
         model.setup_caches(config.max_num_seqs, config.max_model_len + k + 1, config.index_topk)
         model.mtp.shadow = config.trace
@@ -137,6 +143,8 @@ class SpecDecodeEngine:
     def step(self) -> list[RequestOutput]:
         t_step = sync_time(self.device)
         times = dict.fromkeys(PHASES, 0.0)
+        self._attention = dict.fromkeys(PHASES, 0.0)  # sparse-attention seconds within each phase
+        sparse_attention.on = self.cfg.trace
         calls = [0] * self.k
         shadow0 = self.model.mtp.shadow_s
         outs: list[RequestOutput] = []
@@ -150,7 +158,8 @@ class SpecDecodeEngine:
         if self.cfg.trace:
             self.trace.steps.append(TraceStep(
                 self._n_steps, round(t_step - self._t0, 6), len(verified), n_new,
-                {p: round(times[p], 7) for p in PHASES}, round(shadow, 7), calls, verified))
+                {p: round(times[p], 7) for p in PHASES}, round(shadow, 7), calls, verified,
+                {p: round(v, 7) for p, v in self._attention.items() if v > 0}))
         self._n_steps += 1
         return outs
 
@@ -158,7 +167,7 @@ class SpecDecodeEngine:
     def _verify_and_propose(self, times: dict[str, float], calls: list[int],
                             outs: list[RequestOutput]) -> list[TraceRequest]:
         reqs, k, dev = list(self.running), self.k, self.device  # _emit may free requests
-        t = sync_time(dev)
+        t, a0 = sync_time(dev), sparse_attention.seconds
         last = torch.tensor([r.tokens[-1] for r in reqs], device=dev)
         drafts = torch.stack([r.drafts for r in reqs])  # type: ignore[misc]  # [B, k]
         tokens = torch.cat([last[:, None], drafts], dim=1)  # [B, k + 1]
@@ -167,6 +176,7 @@ class SpecDecodeEngine:
         slots = torch.tensor([r.slot for r in reqs], device=dev)
         logits, hidden = self.model(tokens, pos, slots, self.cfg.index_topk)
         times["verify"] += sync_time(dev) - t
+        self._attention["verify"] += sparse_attention.seconds - a0
 
         t = sync_time(dev)
         accepted, bonus = [], []
@@ -201,18 +211,19 @@ class SpecDecodeEngine:
         dev, P = self.device, len(r.prompt)
         r.slot = self.free_slots.pop()
         self.running.append(r)
-        t = sync_time(dev)
+        t, a0 = sync_time(dev), sparse_attention.seconds
         slots = torch.tensor([r.slot], device=dev)
         prompt = torch.tensor([r.prompt], device=dev)
         pos = torch.arange(P, device=dev)[None]
         hs, logits = [], None
-        for a in range(0, P, self.cfg.prefill_chunk):
-            b = min(P, a + self.cfg.prefill_chunk)
+        for a in range(0, P, self.prefill_chunk):
+            b = min(P, a + self.prefill_chunk)
             logits, h = self.model(prompt[:, a:b], pos[:, a:b], slots, self.cfg.index_topk)
             hs.append(h)
         assert logits is not None
         first = sample(logits[0, -1], r.temperature, r.gen)
         times["prefill"] += sync_time(dev) - t
+        self._attention["prefill"] += sparse_attention.seconds - a0
         if self._emit(r, [first], outs):
             tok0 = torch.cat([prompt[:, 1:], torch.tensor([[first]], device=dev)], dim=1)
             self._propose([r], tok0, torch.cat(hs, dim=1), pos, torch.tensor([P - 1], device=dev),
@@ -226,9 +237,9 @@ class SpecDecodeEngine:
         B, T = tok0.shape
         slots = torch.tensor([r.slot for r in reqs], device=dev)
         rows = torch.arange(B, device=dev)
-        t, c0, s0 = sync_time(dev), mtp.indexer_calls, mtp.shadow_s
+        t, c0, s0, a0 = sync_time(dev), mtp.indexer_calls, mtp.shadow_s, sparse_attention.seconds
         self.policy.on_prefill_begin(B)
-        chunk = self.cfg.prefill_chunk if B == 1 else T  # prompts come one request at a time
+        chunk = self.prefill_chunk if B == 1 else T  # prompts come one request at a time
         a = 0
         for a in range(0, T, chunk):
             logits, h = model.draft(tok0[:, a:a + chunk], hidden0[:, a:a + chunk],
@@ -239,6 +250,7 @@ class SpecDecodeEngine:
         logits, h = logits[rows, last - a], h[rows, last - a]  # [B, V], [B, dim]
         calls[0] += mtp.indexer_calls - c0
         times["draft_prefill"] += sync_time(dev) - t - (mtp.shadow_s - s0)
+        self._attention["draft_prefill"] += sparse_attention.seconds - a0
 
         drafts, probs, overlaps = [self._sample_drafts(reqs, logits)], [], []
         probs.append(self._last_probs)
@@ -247,6 +259,7 @@ class SpecDecodeEngine:
             p = pos0[rows, last]
             for s in range(1, k):
                 t, c0, s0, i0 = sync_time(dev), mtp.indexer_calls, mtp.shadow_s, mtp.indexer_s
+                a0 = sparse_attention.seconds
                 logits, h = model.draft(drafts[-1][:, None], h[:, None], (p + s)[:, None], slots, topk)
                 logits, h = logits[:, 0], h[:, 0]
                 drafts.append(self._sample_drafts(reqs, logits))
@@ -255,6 +268,7 @@ class SpecDecodeEngine:
                 idx_s = mtp.indexer_s - i0
                 times["draft_decode_indexer"] += idx_s
                 times["draft_decode_rest"] += sync_time(dev) - t - (mtp.shadow_s - s0) - idx_s
+                self._attention["draft_decode_rest"] += sparse_attention.seconds - a0
                 if mtp.last_overlap is not None and self.cfg.trace:
                     overlaps.append(mtp.last_overlap.tolist())
             self.policy.on_multi_step_decode_end(B)

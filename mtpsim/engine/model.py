@@ -127,6 +127,7 @@ class Attention(nn.Module):
             return select_topk(index_scores(qi, self.cache.ik[slots, :n_keys], wi, input_pos), topk)
 
         idx = fresh() if choose is None else choose(fresh)
+        t0 = sync_time(x.device) if sparse_attention.on else 0.0
         sel = canonical(idx)
         valid, safe = sel >= 0, sel.clamp(min=0)
         rows = slots[:, None, None]
@@ -134,6 +135,8 @@ class Attention(nn.Module):
         att = torch.einsum("bthd,btkhd->bthk", q, ks) * self.head_dim**-0.5
         att = att.masked_fill(~valid[:, :, None, :], float("-inf")).softmax(-1)
         out = torch.einsum("bthk,btkhd->bthd", att, vs).reshape(B, T, -1)
+        if sparse_attention.on:
+            sparse_attention.seconds += sync_time(x.device) - t0
         return self.wo(out), idx
 
     def forward_train(self, x: Tensor, rope: Rope, mode: str,
@@ -199,6 +202,18 @@ def phase_clock(name: str) -> Iterator[None]:
         yield
     finally:
         _clock = prev
+
+
+class SparseAttentionClock:
+    """Seconds spent in the top-k-wide sparse attention (sort, gather, attend) of every layer,
+    on the phase clock, while `on`. Its cost is rows x top-k; the trace records it per phase so
+    the calibration can price top-k apart from the per-row work (mtpsim.calibration.fit)."""
+
+    def __init__(self) -> None:
+        self.on, self.seconds = False, 0.0
+
+
+sparse_attention = SparseAttentionClock()
 
 
 def sync_time(device: torch.device) -> float:
