@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from mtpsim.calibration.models import StepQuantities, cost_features
+from mtpsim.calibration.models import KEY_FEATURES, StepQuantities, cost_features
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace, TraceRequest, TraceStep
 
@@ -19,14 +19,15 @@ SIGMA = 0.6
 KAPPA = 2.0
 OVERLAP_U = np.array([[-1.0, 0.5], [-1.5, 0.3]])  # share, draft steps 1, 2
 COST = {  # seconds per feature unit (names of mtpsim.calibration.models.cost_features)
-    "prefill": {"token_keys": 6e-6, "pairs": 1e-7},
-    "verify": {"steps": 0.005, "row_keys": 9e-6, "ctx": 2e-7},
-    "draft_prefill": {"calls": 0.002, "row_keys": 2e-6, "requests": 3e-4},
+    "prefill": {"tokens": 1.5e-4, "token_keys": 6e-6, "pairs": 1e-7},
+    "verify": {"steps": 0.005, "rows": 2e-4, "row_keys": 9e-6, "ctx": 2e-7},
+    "draft_prefill": {"calls": 0.002, "rows": 5e-5, "row_keys": 2e-6, "requests": 3e-4},
     "draft_decode_indexer": {"calls": 4e-4, "ctx": 5e-8},
-    "draft_decode_rest": {"calls": 0.0015, "row_keys": 4e-6},
+    "draft_decode_rest": {"calls": 0.0015, "rows": 1e-4, "row_keys": 4e-6},
     "rejection_sample": {"steps": 1e-4, "requests": 1e-4},
     "overhead": {"steps": 5e-4, "requests": 2e-4},
 }
+ATTENTION_PER_CALL = 2e-4  # of the per-call price of each attending phase (its `steps`/`calls`)
 
 
 def sigmoid(x):
@@ -42,7 +43,8 @@ def true_overlap(ctx: float, step: int) -> float:
 
 
 def make_trace(policy: str, seed: int, n_requests: int = 80, conc: int = 6,
-               cost_noise: float = 0.0) -> Trace:
+               cost_noise: float = 0.0, attention: bool = True) -> Trace:
+    """`attention`: record each phase's sparse-attention seconds (its per-key cost term)."""
     rng = np.random.default_rng(seed)
     prompts = rng.integers(150, 1500, n_requests)
     outputs = rng.integers(40, 120, n_requests)
@@ -89,6 +91,10 @@ def make_trace(policy: str, seed: int, n_requests: int = 80, conc: int = 6,
                 continue
             v = sum(c * feats[p][n][j] for n, c in COST[p].items())
             st.phases[p] = float(v * (1 + cost_noise * rng.standard_normal()))
+            key, _, call = KEY_FEATURES.get(p, ("", "", None))
+            per_call = ATTENTION_PER_CALL * feats[p][call][j] if call else 0.0
+            if attention and key in COST[p] and feats[p][key][j] + per_call > 0:
+                st.attention[p] = float(COST[p][key] * feats[p][key][j] + per_call)
         st.time_s = round(t, 6)
         t += sum(st.phases.values()) + 1e-4  # a 100 µs host gap between steps
     return tr

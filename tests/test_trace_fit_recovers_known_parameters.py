@@ -5,6 +5,7 @@ import time
 import numpy as np
 import pytest
 from _synthetic_traces import (
+    ATTENTION_PER_CALL,
     COST,
     CTX_REF,
     K_DRAFT,
@@ -18,7 +19,7 @@ from _synthetic_traces import (
 )
 
 from mtpsim.calibration.fit import fit_traces, step_quantities
-from mtpsim.calibration.models import fitted_overlap
+from mtpsim.calibration.models import KEY_FEATURES, fitted_overlap
 
 
 @pytest.fixture(scope="module")
@@ -83,13 +84,28 @@ def test_fit_takes_seconds_not_minutes(fitted):
     assert fitted[1] < 20
 
 
-def test_per_row_cost_scales_with_the_attended_keys_of_another_topk(fitted):
+def test_per_key_cost_comes_from_the_traced_attention_and_prices_another_topk(fitted):
+    """One top-k in the traces: the recorded attention seconds split per-row from per-key work,
+    so moving to top-k 128 adds exactly the per-key price of the extra 64 keys per row."""
     from mtpsim.calibration.models import FittedCost
     from mtpsim.sim.cost import StepShape
 
     cal, _ = fitted
+    att = cal.cost.report["attention"]
+    assert set(att) == {"prefill", "verify", "draft_prefill", "draft_decode_rest"}
+    for phase in ("verify", "draft_prefill", "draft_decode_rest"):  # the attention's fixed cost
+        assert att[phase]["us_per_call"] == pytest.approx(1e6 * ATTENTION_PER_CALL, rel=1e-3)
+        assert att[phase]["ns_per_key"] == pytest.approx(1e9 * COST[phase]["row_keys"], rel=1e-3)
     shape = StepShape(prefill_tokens=1000, prefill_done=1, prefill_pairs=1000 * 1001 / 2)
-    at = {k: float(FittedCost(cal, "fresh", K_DRAFT, k).step(shape)["prefill"]) for k in (32, 64)}
-    c = dict(zip(cal.cost.phases["prefill"].features, cal.cost.phases["prefill"].coef, strict=True))
-    per_prompt = c["pairs"] * 1000 * 1001 / 2
-    assert (at[64] - per_prompt) == pytest.approx(2 * (at[32] - per_prompt), rel=0.01)
+    at = {k: float(FittedCost(cal, "fresh", K_DRAFT, k).step(shape)["prefill"]) for k in (64, 128)}
+    assert at[128] - at[64] == pytest.approx(COST["prefill"]["token_keys"] * 64 * 1000, rel=1e-3)
+
+
+def test_without_attention_timings_one_topk_prices_all_row_work_per_key():
+    """The per-row twin of a per-key feature is collinear with it at one top-k: it is left out."""
+    traces = [make_trace("fresh", 1, attention=False), make_trace("share", 2, attention=False)]
+    cal = fit_traces(traces)
+    assert cal.cost.report["attention"] == {}
+    for phase, (key, row, _) in KEY_FEATURES.items():
+        got = dict(zip(cal.cost.phases[phase].features, cal.cost.phases[phase].coef, strict=True))
+        assert got[row] == 0.0 and got[key] > 0, phase

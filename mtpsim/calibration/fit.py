@@ -3,14 +3,18 @@
 - Acceptance: every verified draft position i whose predecessors were accepted is one Bernoulli
   event (vLLM's conditional rate). Maximum likelihood of
   `sigmoid(b0_i + b1_i ln(L/L_ref) + u_r) * (1 - (1 - o_i) ** kappa)` with a per-request random
-  shift u_r ~ N(0, sigma) (Gauss-Hermite quadrature), pooled over fresh, share and share_recent
-  with the overlap o_i the trace recorded (1 under fresh and at step 0). Other policies
+  shift u_r ~ N(0, sigma) (Gauss-Hermite quadrature), with the overlap o_i the trace recorded
+  (1 under fresh and at step 0): b and sigma from the fresh events, then kappa from the share
+  and share_recent events with them held (pooled when there is no fresh trace). Other policies
   (target_share, whose step 0 is changed too) get their own [b0, b1] per position.
 - Overlap: least squares of the recorded overlap per reuse policy and draft step on
   `c = sigmoid(u0 + u1 ln(L/K))` through mtpsim.sim.overlap's formulas.
 - Step cost: non-negative least squares of each phase's measured seconds on the features of
   mtpsim.calibration.models.cost_features (the MTP indexer phase on `fresh` steps only; cost
-  fitted on fresh/share/share_recent steps), plus the median host gap between steps.
+  fitted on fresh/share/share_recent steps), plus the median host gap between steps. Where the
+  traces record the sparse-attention seconds within each phase, the per-key feature is fitted to
+  those and the other features to the rest of the phase, so top-k is priced apart from per-row
+  work even when every trace ran at one top-k.
 Every fit reports R^2 and residuals.
 """
 
@@ -22,9 +26,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import least_squares, minimize, nnls
+from scipy.optimize import least_squares, minimize, minimize_scalar, nnls
 
-from mtpsim.calibration.models import StepQuantities, cost_features, overlap_from_agreement
+from mtpsim.calibration.models import (
+    KEY_FEATURES,
+    StepQuantities,
+    cost_features,
+    overlap_from_agreement,
+)
 from mtpsim.calibration.schema import (
     AcceptanceFit,
     Calibration,
@@ -135,6 +144,27 @@ def _fit_logistic(d: dict[str, np.ndarray], k: int, ctx_ref: float, with_kappa: 
     return rows, out_sigma, (math.exp(th[2 * k + 1]) if with_kappa else None)
 
 
+def _fit_kappa(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float, ctx_ref: float) -> float:
+    """ML kappa of the overlap link for reuse-policy events, curves and spread held fixed."""
+    k = rows.shape[0]
+    x = np.log(d["ctx"] / ctx_ref)
+    nodes, weights = np.polynomial.hermite.hermgauss(GH_NODES)
+    _, req = np.unique(d["req"], return_inverse=True)
+    d = {**d, "req": req}
+    n_req = int(req.max()) + 1 if req.size else 0
+    head = np.concatenate([rows[:, 0], rows[:, 1], [math.log(max(sigma, 1e-4))]])
+
+    def f(log_kappa: float) -> float:
+        return _neg_loglik(np.append(head, log_kappa), d, k, x, True, nodes, weights, n_req)
+
+    lo, hi = math.log(0.5), math.log(1e4)
+    grid = np.linspace(lo, hi, 25)  # (1 - o) ** kappa flattens for large kappa: bracket first
+    best = int(np.argmin([f(g) for g in grid]))
+    sol = minimize_scalar(f, bounds=(grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]),
+                          method="bounded")
+    return math.exp(float(sol.x))
+
+
 def _acceptance_report(ev: Events, cal_predict, k: int) -> dict:
     """Observed vs predicted conditional rate per policy, position and context bin; R^2 over
     the bins (weighted by events) and the mean absolute residual in points."""
@@ -185,7 +215,15 @@ def fit_acceptance(traces: Sequence[Trace]) -> AcceptanceFit:
     if pooled:
         d = ev.arrays(pooled)
         with_kappa = with_kappa and bool(np.any(d["ovl"] < 1.0))
-        base_rows, sigma, kappa = _fit_logistic(d, k, ctx_ref, with_kappa)
+        if with_kappa and "fresh" in pooled:
+            # two stages: the curves and spread from fresh alone, then kappa from the reuse
+            # policies with those held fixed, so a misfit of the overlap link cannot bend the
+            # fresh curves (pooled, it did: fresh position 1 fitted 3 points above its rate)
+            base_rows, sigma, _ = _fit_logistic(ev.arrays(["fresh"]), k, ctx_ref, False)
+            kappa = _fit_kappa(ev.arrays([p for p in pooled if p != "fresh"]), base_rows, sigma,
+                               ctx_ref)
+        else:
+            base_rows, sigma, kappa = _fit_logistic(d, k, ctx_ref, with_kappa)
     own: dict[str, list[list[float]]] = {}
     for p in sorted(set(ev.policy) - set(POOLED)):
         rows, s, _ = _fit_logistic(ev.arrays([p]), k, ctx_ref, False, sigma=sigma if pooled else None)
@@ -290,15 +328,32 @@ def step_quantities(tr: Trace) -> tuple[StepQuantities, np.ndarray]:
     return q, gaps
 
 
+def _nnls(A: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Non-negative least squares with columns scaled to 1 (coefficients in original units)."""
+    if A.shape[1] == 0:
+        return np.zeros(0)
+    scale = np.maximum(np.abs(A).max(axis=0), 1e-12)
+    coef, _ = nnls(A / scale, y, maxiter=50 * A.shape[1])
+    return coef / scale
+
+
+def _r2(pred: np.ndarray, y: np.ndarray) -> float:
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    return 1 - float(np.sum((pred - y) ** 2)) / ss_tot if ss_tot > 0 else math.nan
+
+
 def fit_cost(traces: Sequence[Trace]) -> CostFit:
     X: dict[str, list[np.ndarray]] = {p: [] for p in PHASES}
     Y: dict[str, list[np.ndarray]] = {p: [] for p in PHASES}
+    Y_att: dict[str, list[np.ndarray]] = {p: [] for p in PHASES}
     names: dict[str, list[str]] = {}
     gaps: list[np.ndarray] = []
     total_meas, total_rows = [], []
-    for tr in traces:
-        if tr.policy not in POOLED or not tr.steps:
-            continue
+    used = [tr for tr in traces if tr.policy in POOLED and tr.steps]
+    # attention seconds are usable when every fitted trace recorded them
+    with_attention = bool(used) and all(any(st.attention for st in tr.steps) for tr in used)
+    one_topk = len({tr.index_topk for tr in used}) == 1
+    for tr in used:
         q, g = step_quantities(tr)
         gaps.append(g)
         feats = cost_features(q, tr.num_speculative_tokens, tr.index_topk)
@@ -310,21 +365,36 @@ def fit_cost(traces: Sequence[Trace]) -> CostFit:
             names[p] = list(feats[p])
             X[p].append(np.stack([feats[p][n] for n in names[p]], axis=1))
             Y[p].append(np.asarray([st.phases[p] for st in tr.steps], float))
+            Y_att[p].append(np.asarray([st.attention.get(p, 0.0) for st in tr.steps], float))
     if not total_meas:
         raise CalibrationError(None, "traces", "expected a trace of fresh, share or share_recent "
                                "with engine steps to fit the step cost")
     phases: dict[str, PhaseFit] = {}
+    attention: dict[str, dict[str, float]] = {}
     for p in PHASES:
         if not X[p]:  # e.g. the indexer phase without a fresh trace: unknown, not zero
             raise CalibrationError(None, "traces", f"expected a fresh trace to fit the {p} phase")
         A, y = np.concatenate(X[p]), np.concatenate(Y[p])
-        scale = np.maximum(np.abs(A).max(axis=0), 1e-12)
-        coef, _ = nnls(A / scale, y, maxiter=50 * A.shape[1])
-        coef = coef / scale
+        coef = np.zeros(A.shape[1])
+        key, row, call = KEY_FEATURES.get(p, (None, None, None))
+        if key is not None and with_attention:
+            ki = names[p].index(key)
+            att_cols = [ki] + ([names[p].index(call)] if call is not None else [])
+            y_att = np.minimum(np.concatenate(Y_att[p]), y)
+            att_coef = _nnls(A[:, att_cols], y_att)
+            rest = [i for i in range(A.shape[1]) if i != ki]
+            coef[rest] = _nnls(A[:, rest], y - y_att)
+            coef[att_cols] += att_coef  # the per-call price: the attention's plus the rest's
+            attention[p] = {"ns_per_key": 1e9 * float(att_coef[0]),
+                            "us_per_call": 1e6 * float(att_coef[1]) if call is not None else 0.0,
+                            "r2": _r2(A[:, att_cols] @ att_coef, y_att),
+                            "share_pct": 100 * float(y_att.sum() / max(y.sum(), 1e-12))}
+        else:
+            drop = row if key is not None and one_topk else None  # collinear with the key feature
+            cols = [i for i, n in enumerate(names[p]) if n != drop]
+            coef[cols] = _nnls(A[:, cols], y)
         res = A @ coef - y
-        ss_tot = float(np.sum((y - y.mean()) ** 2))
-        phases[p] = PhaseFit(names[p], [float(c) for c in coef],
-                             1 - float(np.sum(res ** 2)) / ss_tot if ss_tot > 0 else math.nan,
+        phases[p] = PhaseFit(names[p], [float(c) for c in coef], _r2(A @ coef, y),
                              float(np.sqrt(np.mean(res ** 2))), int(y.size))
     gap = float(np.median(np.concatenate(gaps))) if any(g.size for g in gaps) else 0.0
     # whole-step fit: R^2 of the step time and error of the summed time per trace
@@ -345,7 +415,7 @@ def fit_cost(traces: Sequence[Trace]) -> CostFit:
     decode = ma < np.median(ma) * 3
     report = {"step_r2": 1 - float(np.sum((pa - ma) ** 2)) / ss_tot if ss_tot > 0 else math.nan,
               "step_mape_pct": float(np.mean(np.abs(pa[decode] / ma[decode] - 1)) * 100),
-              "traces": per_trace}
+              "traces": per_trace, "attention": attention}
     return CostFit(phases, gap, report)
 
 

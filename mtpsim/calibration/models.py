@@ -136,30 +136,44 @@ class StepQuantities:
                    s.prefill_done, s.prefill_tokens, s.prefill_pairs)
 
 
+# Per phase that runs the sparse attention: its per-key feature, the per-row twin, and its
+# per-call feature (None: negligible). With the attention seconds a trace records (Trace
+# `attention`), those are fitted on the per-key and per-call features (the attention's own fixed
+# cost per model call: sort, gather and softmax launches in every layer) and the rest of the
+# phase on the other features; without them one top-k cannot tell the per-key feature from its
+# per-row twin, and the twin is left out (all per-row work priced per key).
+KEY_FEATURES: dict[str, tuple[str, str, str | None]] = {
+    "prefill": ("token_keys", "tokens", None), "verify": ("row_keys", "rows", "steps"),
+    "draft_prefill": ("row_keys", "rows", "calls"), "draft_decode_rest": ("row_keys", "rows", "calls")}
+
+
 def cost_features(x: StepQuantities, k: int, topk: int) -> dict[str, dict[str, np.ndarray]]:
     """phase -> feature name -> value; a phase's seconds are a non-negative combination.
 
-    Per-row work is priced per row *and attended key* (`*_keys` = rows x top-k): the reference
-    engine gathers a static top-k-wide block of keys and values for every query row, and that
-    gather dominates its per-row cost (benchmarks/bench_reference_topk_cost.py: prefill 1.0 /
-    1.7 / 4.0x at top-k 32 / 64 / 128), so one calibrated top-k prices another one, roughly:
-    the measured growth is faster than linear above the calibrated top-k."""
+    Rows that attend are priced twice: per row (projections, MLP: independent of top-k) and per
+    row *and attended key* (`*_keys` = rows x top-k: the reference engine sorts, gathers and
+    attends a static top-k-wide block of keys and values for every query row). The indexer is
+    priced per query-key pair (`pairs`, `ctx`)."""
     q, s = k + 1, k - 1
     has_dec = (np.asarray(x.num_decode, float) > 0).astype(float)
     calls = has_dec + np.asarray(x.prefill_done, float)  # propose() calls: one batch + one per prompt
     verify_rows = np.multiply(q, x.num_decode)
+    draft_prefill_rows = verify_rows + np.asarray(x.prefill_tokens, float)
     f = {
         # no per-prompt term: with prompt lengths varying it soaks up noise that then fails to
         # scale with top-k; per-prompt host work is priced in `overhead`
-        "prefill": {"token_keys": np.multiply(topk, x.prefill_tokens), "pairs": x.prefill_pairs},
-        "verify": {"steps": has_dec, "row_keys": np.multiply(topk, verify_rows),
+        "prefill": {"tokens": x.prefill_tokens, "token_keys": np.multiply(topk, x.prefill_tokens),
+                    "pairs": x.prefill_pairs},
+        "verify": {"steps": has_dec, "rows": verify_rows, "row_keys": np.multiply(topk, verify_rows),
                    "ctx": np.multiply(q, x.decode_ctx)},
-        "draft_prefill": {"calls": calls, "row_keys": np.multiply(topk, verify_rows + x.prefill_tokens),
+        "draft_prefill": {"calls": calls, "rows": draft_prefill_rows,
+                          "row_keys": np.multiply(topk, draft_prefill_rows),
                           "pairs": np.multiply(q, x.decode_ctx) + x.prefill_pairs,
                           "requests": x.num_draft},
         "draft_decode_indexer": {"calls": s * calls, "rows": np.multiply(s, x.num_draft),
                                  "ctx": np.multiply(s, x.draft_ctx)},
-        "draft_decode_rest": {"calls": s * calls, "row_keys": np.multiply(s * topk, x.num_draft)},
+        "draft_decode_rest": {"calls": s * calls, "rows": np.multiply(s, x.num_draft),
+                              "row_keys": np.multiply(s * topk, x.num_draft)},
         "rejection_sample": {"steps": has_dec, "requests": x.num_decode,
                              "draft_tokens": np.multiply(k, x.num_decode)},
         "overhead": {"steps": np.ones_like(has_dec), "requests": x.num_decode,

@@ -67,6 +67,11 @@ def cost_fit_table(cal: Calibration) -> Table:
     for p in PHASES:
         fit = c.phases[p]
         coefs = ", ".join(f"{n} {1e6 * v:.3g}µs" for n, v in zip(fit.features, fit.coef, strict=True) if v)
+        att = c.report.get("attention", {}).get(p)
+        if att:  # the per-key price came from the traced sparse-attention seconds
+            coefs += (f" (sparse attention {att['share_pct']:.0f} % of the phase: "
+                      f"{att['ns_per_key']:.3g} ns/key + {att.get('us_per_call', 0.0):.3g} µs/call, "
+                      f"R² {_f(att['r2'], '.2f')})")
         t.add_row(p, str(fit.n), _f(fit.r2, ".3f"), _f(1e3 * fit.rmse_s, ".3f"), coefs or "0")
     for tr in c.report.get("traces", []):
         t.add_row(f"  total, {tr['policy']}", str(tr["steps"]), "", "",
