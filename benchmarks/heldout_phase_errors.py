@@ -1,8 +1,8 @@
 """Where the held-out step-cost predictions miss: per phase, measured vs calibrated seconds.
 
-For each run under runs/heldout (calibration and held-out, `fresh` traces), prices every traced
-engine step with the calibration's phase models and sums measured and predicted seconds,
-separately for decode-only steps and steps that prefill a prompt.
+For each run under runs/heldout (calibration and held-out, `fresh` traces of every round), prices
+every traced engine step with the calibration's phase models and sums measured and predicted
+seconds, separately for decode-only steps and steps that prefill a prompt.
 Run (after benchmarks/heldout_validation.py): python benchmarks/heldout_phase_errors.py
 """
 
@@ -31,17 +31,24 @@ def main() -> None:
     print(f"{'run':<18} {'phase':<22} {'decode steps: meas / pred s':>28} "
           f"{'prefill steps: meas / pred s':>30}")
     for name in RUNS:
-        path = args.runs / name / ("" if name == "calibrate" else "real") / "fresh.trace.jsonl"
-        tr = read_trace(path)
-        q, _ = step_quantities(tr)
-        feats = cost_features(q, tr.num_speculative_tokens, tr.index_topk)
-        dec = np.asarray(q.prefill_done) == 0
-        for phase, fit in cal.cost.phases.items():
-            pred = sum(c * feats[phase][n] for n, c in zip(fit.features, fit.coef, strict=True))
-            pred = np.broadcast_to(np.asarray(pred, float), dec.shape)
-            meas = np.array([s.phases[phase] for s in tr.steps])
-            print(f"{name:<18} {phase:<22} {meas[dec].sum():>13.2f} / {pred[dec].sum():<12.2f} "
-                  f"{meas[~dec].sum():>15.2f} / {pred[~dec].sum():<12.2f}")
+        base = args.runs / name / ("" if name == "calibrate" else "real")
+        paths = sorted(base.glob("round-*/fresh.trace.jsonl")) or [base / "fresh.trace.jsonl"]
+        meas_dec, pred_dec, meas_pre, pred_pre = {}, {}, {}, {}
+        for path in paths:
+            tr = read_trace(path)
+            q, _ = step_quantities(tr)
+            feats = cost_features(q, tr.num_speculative_tokens, tr.index_topk)
+            dec = np.asarray(q.prefill_done) == 0
+            for phase, fit in cal.cost.phases.items():
+                pred = sum(c * feats[phase][n] for n, c in zip(fit.features, fit.coef, strict=True))
+                pred = np.broadcast_to(np.asarray(pred, float), dec.shape)
+                meas = np.array([s.phases[phase] for s in tr.steps])
+                for d, v in ((meas_dec, meas[dec]), (pred_dec, pred[dec]), (meas_pre, meas[~dec]),
+                             (pred_pre, pred[~dec])):
+                    d[phase] = d.get(phase, 0.0) + float(v.sum())
+        for phase in cal.cost.phases:
+            print(f"{name:<18} {phase:<22} {meas_dec[phase]:>13.2f} / {pred_dec[phase]:<12.2f} "
+                  f"{meas_pre[phase]:>15.2f} / {pred_pre[phase]:<12.2f}")
 
 
 if __name__ == "__main__":

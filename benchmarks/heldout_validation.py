@@ -5,11 +5,15 @@
 3. For each held-out configuration (other k, context length, concurrency, top-k): simulate it
    with that calibration (the mean of SEEDS seeded simulations, so the simulator's own sampling
    noise does not count as error), run it for real, and `mtpsim compare` the two.
-Every real run executes its two policies side by side (one process and one core each), so
-both see the same machine, and the calibration run saw the same conditions as the held-out ones.
+Every real run executes its two policies side by side (one process pinned to each core), so
+both see the same machine, in two rounds with the cores swapped: this machine's two vCPUs differ
+by up to ~10 % in speed, which would otherwise read as a policy effect. The real figures are the
+mean of the two rounds (per request: its timestamps averaged over the rounds; the tokens, and so
+the acceptance counts, are the same in both), and the calibration fits the traces of both rounds.
 4. Check: acceptance length error <= 3 %, output throughput error <= 10 %, median TPOT error
    <= 10 % (every policy), and the sign of the share-vs-fresh change wherever the real change is
-   significant (bootstrap CI excludes 0 and, for acceptance, it clears the placebo noise floor).
+   significant (bootstrap CI excludes 0, for acceptance it clears the placebo noise floor, and
+   every round shows the change with the same sign).
 
 Real runs are skipped when their results exist (run-real resumes), so a rerun only re-simulates.
 Run: python benchmarks/heldout_validation.py [--weights PATH] [--out DIR] [--calibration FILE] [--only N..]
@@ -34,6 +38,7 @@ LIMITS = {"spec_decode_acceptance_length": 3.0, "output_throughput": 10.0, "medi
 SIGN_METRICS = ("spec_decode_acceptance_length", "median_tpot_ms")
 POLICIES = ("fresh", "share")
 SEEDS = 8
+ROUNDS = 4  # default; --rounds
 
 
 def mtpsim(*args: str, capture: bool = False) -> str:
@@ -46,24 +51,80 @@ def mtpsim(*args: str, capture: bool = False) -> str:
     return proc.stdout or ""
 
 
-def run_real(toml: str, out: Path, weights: list[str]) -> str:
-    """Both policies side by side (one `mtpsim run-real -p POLICY` each); returns the load."""
-    procs = []
+def _pin(cpu: int | None):
+    return None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
+
+
+def run_real(toml: str, out: Path, weights: list[str], rounds: int) -> str:
+    """`rounds` rounds of both policies side by side (one `mtpsim run-real -p POLICY` each, pinned
+    to one core, the cores swapped between rounds) into out/round-R/; their mean into out/.
+    Returns the load average."""
+    cpus: list[int | None] = sorted(os.sched_getaffinity(0))[:len(POLICIES)]
+    if len(cpus) < len(POLICIES):
+        cpus = [None] * len(POLICIES)
+    for r in range(rounds):
+        procs = []
+        for i, policy in enumerate(POLICIES):
+            cpu = cpus[(i + r) % len(cpus)]
+            args = ["run-real", toml, "-p", policy, "--out", str(out / f"round-{r}"), *weights]
+            print(f"$ mtpsim {' '.join(args)}   # round {r}, cpu {cpu}", flush=True)
+            procs.append(subprocess.Popen([sys.executable, "-m", "mtpsim", *args], cwd=ROOT,
+                                          stdout=subprocess.DEVNULL, preexec_fn=_pin(cpu)))
+        try:
+            codes = [p.wait() for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.terminate()
+                    p.wait()
+        if any(codes):
+            sys.exit(f"mtpsim run-real {toml} failed with exit codes {codes}")
     for policy in POLICIES:
-        args = ["run-real", toml, "-p", policy, "--out", str(out), *weights]
-        print("$ mtpsim " + " ".join(args), flush=True)
-        procs.append(subprocess.Popen([sys.executable, "-m", "mtpsim", *args], cwd=ROOT,
-                                      stdout=subprocess.DEVNULL))
-    try:
-        codes = [p.wait() for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                p.wait()
-    if any(codes):
-        sys.exit(f"mtpsim run-real {toml} failed with exit codes {codes}")
+        merge_rounds([out / f"round-{r}" / f"{policy}.json" for r in range(rounds)],
+                     out / f"{policy}.json")
     return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def _mean_metrics(runs: list) -> dict:
+    metrics = {}
+    for key, v in runs[0].metrics.items():
+        vals = [r.metrics[key] for r in runs]
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            metrics[key] = sum(vals) / len(runs)
+        elif isinstance(v, list) and all(isinstance(x, int | float) for x in v):
+            metrics[key] = [sum(xs) / len(runs) for xs in zip(*vals, strict=True)]
+        else:
+            metrics[key] = v
+    return metrics
+
+
+def merge_rounds(paths: list[Path], out: Path) -> None:
+    """The rounds' mean: metrics averaged; each request's timestamps (and its inter-token
+    latencies, when every round emitted the same number) averaged over the rounds."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from mtpsim.result import Result, load_result
+
+    runs = [load_result(p) for p in paths]
+    by_id = [{q.request_id: q for q in (r.requests or [])} for r in runs]
+    requests = []
+    for q in runs[0].requests or []:
+        same = [b[q.request_id] for b in by_id if q.request_id in b]
+        itls = [np.repeat(x.itl_s, x.itl_count) for x in same]
+        merged = replace(q, arrival_s=float(np.mean([x.arrival_s for x in same])),
+                         first_token_s=float(np.mean([x.first_token_s for x in same])),
+                         finish_s=float(np.mean([x.finish_s for x in same])))
+        if len({i.size for i in itls}) == 1:
+            mean_itl = np.mean(itls, axis=0)
+            merged = replace(merged, itl_s=[float(x) for x in mean_itl], itl_count=[1] * mean_itl.size)
+        requests.append(merged)
+    phases = {p: float(np.mean([r.phases.get(p, 0.0) for r in runs])) for p in runs[0].phases}
+    Result(runs[0].mode, runs[0].policy, _mean_metrics(runs), phases=phases, seed=runs[0].seed,
+           experiment=runs[0].experiment, spec=runs[0].spec,
+           extra={**runs[0].extra, "mean_of_rounds": [str(p) for p in paths]},
+           requests=requests).write(out)
 
 
 def simulate_mean(toml: str, out: Path, cal_set: list[str]) -> None:
@@ -75,16 +136,7 @@ def simulate_mean(toml: str, out: Path, cal_set: list[str]) -> None:
                "--json", capture=True)
     for policy in POLICIES:
         runs = [load_result(out / "seeds" / str(seed) / f"{policy}.json") for seed in range(SEEDS)]
-        metrics = {}
-        for key, v in runs[0].metrics.items():
-            vals = [r.metrics[key] for r in runs]
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                metrics[key] = sum(vals) / SEEDS
-            elif isinstance(v, list) and all(isinstance(x, int | float) for x in v):
-                metrics[key] = [sum(xs) / SEEDS for xs in zip(*vals, strict=True)]
-            else:
-                metrics[key] = v
-        Result("simulate", policy, metrics, phases=runs[0].phases, seed=None,
+        Result("simulate", policy, _mean_metrics(runs), phases=runs[0].phases, seed=None,
                experiment=runs[0].experiment, spec=runs[0].spec,
                extra={"mean_of_seeds": list(range(SEEDS))}).write(out / f"{policy}.json")
 
@@ -101,8 +153,21 @@ def machine() -> str:
     return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}, 1 torch thread"
 
 
-def check(name: str, report: dict) -> tuple[list[dict], bool]:
-    """Rows of (policy, metric, real, sim, error) and whether every criterion holds."""
+def round_deltas(real: Path, metric: str, rounds: int) -> list[float]:
+    """share - fresh of `metric` in each round of a real run."""
+    from mtpsim.result import load_result
+
+    return [load_result(real / f"round-{r}" / "share.json").metrics[metric]
+            - load_result(real / f"round-{r}" / "fresh.json").metrics[metric] for r in range(rounds)]
+
+
+def check(name: str, report: dict, real: Path, rounds: int) -> tuple[list[dict], bool]:
+    """Rows of (policy, metric, real, sim, error) and whether every criterion holds.
+
+    A real share-vs-fresh change counts as significant when its request-level bootstrap CI
+    excludes 0, it clears the placebo noise floor (acceptance), and every round shows it with
+    the same sign: the bootstrap treats requests as independent, but all requests of a run share
+    the machine's state, so a timing change must also replicate across the core-swapped rounds."""
     rows, ok = [], True
     for policy, fid in report["fidelity"].items():
         by_key = {r["metric"]: r for r in fid["rows"]}
@@ -117,12 +182,15 @@ def check(name: str, report: dict) -> tuple[list[dict], bool]:
     for r in real_ab.get("rows", []):
         if r["metric"] not in SIGN_METRICS or r["metric"] not in sim_ab:
             continue
-        significant = bool(r["significant"]) and r.get("within_noise") is not True
+        deltas = round_deltas(real, r["metric"], rounds)
+        replicated = all(math.copysign(1, d) == math.copysign(1, r["delta"]) and d != 0 for d in deltas)
+        significant = bool(r["significant"]) and r.get("within_noise") is not True and replicated
         sim_delta = sim_ab[r["metric"]]["delta"]
         good = (not significant) or (math.copysign(1, sim_delta) == math.copysign(1, r["delta"]))
         ok &= good
         rows.append({"config": name, "policy": "share-fresh", "metric": r["metric"], "real": r["delta"],
-                     "sim": sim_delta, "ci": r["ci"], "significant": significant, "ok": good})
+                     "sim": sim_delta, "ci": r["ci"], "rounds": deltas, "bootstrap_significant":
+                     bool(r["significant"]), "significant": significant, "ok": good})
     return rows, ok
 
 
@@ -137,13 +205,16 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "heldout")
     ap.add_argument("--calibration", type=Path, default=EXPERIMENTS / "calibration.json")
     ap.add_argument("--only", nargs="*", default=list(HELD_OUT), help="held-out configurations to run")
+    ap.add_argument("--rounds", type=int, default=ROUNDS,
+                    help=f"real rounds per configuration, cores swapped each round (default {ROUNDS})")
     args = ap.parse_args()
     out, calibration = args.out.resolve(), args.calibration.resolve()  # the spec resolves relative paths
     weights = ["--set", f"reference.weights={json.dumps(args.weights)}"]
     cal_dir = out / "calibrate"
-    loads = {"calibrate": run_real(str(EXPERIMENTS / "calibrate.toml"), cal_dir, weights)}
-    mtpsim("simulate", str(EXPERIMENTS / "calibrate.toml"),
-           "--trace", str(cal_dir / "fresh.trace.jsonl"), "--trace", str(cal_dir / "share.trace.jsonl"),
+    loads = {"calibrate": run_real(str(EXPERIMENTS / "calibrate.toml"), cal_dir, weights, args.rounds)}
+    traces = [a for r in range(args.rounds) for p in POLICIES
+              for a in ("--trace", str(cal_dir / f"round-{r}" / f"{p}.trace.jsonl"))]
+    mtpsim("simulate", str(EXPERIMENTS / "calibrate.toml"), *traces,
            "--save-calibration", str(calibration), "--plot", str(cal_dir / "plots"),
            "--out", str(cal_dir / "sim"))
     cal_set = ["--set", f"calibration.file={json.dumps(str(calibration))}"]
@@ -152,10 +223,10 @@ def main() -> None:
         toml = str(EXPERIMENTS / f"{name}.toml")
         d = out / name
         simulate_mean(toml, d / "sim", cal_set)  # the prediction, made before the real run
-        loads[name] = run_real(toml, d / "real", weights)
+        loads[name] = run_real(toml, d / "real", weights, args.rounds)
         report = json.loads(mtpsim("compare", str(d / "sim"), str(d / "real"), "--json",
                                    "--plot", str(d / "plots"), capture=True))
-        rows, ok = check(name, report)
+        rows, ok = check(name, report, d / "real", args.rounds)
         all_rows += rows
         all_ok &= ok
     print(f"\nmachine: {machine()}")
@@ -170,9 +241,10 @@ def main() -> None:
         else:
             sig = "significant" if r["significant"] else "not significant"
             verdict = ("sign right" if r["ok"] else "SIGN WRONG") if r["significant"] else "no sign to check"
+            rounds = ", ".join(f"{d:+.4f}" for d in r["rounds"])
             print(f"{r['config']:<18} {r['policy']:<12} {r['metric']:<31} {r['real']:>+10.4f} "
                   f"{r['sim']:>+10.4f} {'':>8}  real delta {sig}, CI [{r['ci'][0]:+.4f}, "
-                  f"{r['ci'][1]:+.4f}]: {verdict}")
+                  f"{r['ci'][1]:+.4f}], rounds {rounds}: {verdict}")
     from mtpsim.fileio import atomic_write_json
 
     atomic_write_json(out / "summary.json", {"machine": machine(), "weights": args.weights,
