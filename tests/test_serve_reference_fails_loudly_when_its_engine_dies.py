@@ -34,7 +34,7 @@ def test_a_dead_engine_refuses_requests_and_asks_the_server_to_exit(monkeypatch)
                     list(r.iter_lines())
             assert [str(e) for e in failures] == ["kernel exploded"]
             later = c.post("/v1/completions", json={"prompt": "abc", "max_tokens": 4})
-            assert later.status_code == 503 and "engine has stopped" in later.json()["detail"]
+            assert later.status_code == 503 and "engine has stopped" in later.json()["error"]["message"]
             assert c.get("/health").status_code == 503
     finally:
         loop.stop()

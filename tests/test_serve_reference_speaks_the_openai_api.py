@@ -72,15 +72,15 @@ def test_streamed_chat_opens_with_the_role_chunk(client):
 @pytest.mark.parametrize(("path", "body", "needle"), [
     ("/v1/completions", {"prompt": [1] * 120, "max_tokens": 20}, "max_model_len"),
     ("/v1/completions", {"prompt": [1, 999]}, "prompt_tokens"),
-    ("/v1/completions", {"prompt": {"x": 1}}, "prompt: expected"),
+    ("/v1/completions", {"prompt": {"x": 1}}, "body.prompt: Input should be"),
     ("/v1/completions", {"prompt": "a", "max_tokens": "many"}, "max_tokens"),
-    ("/v1/chat/completions", {"messages": "hi"}, "messages: expected"),
+    ("/v1/chat/completions", {"messages": "hi"}, "body.messages: Input should be"),
     ("/v1/completions", {"prompt": "a", "stream": True, "stream_options": [1]}, "stream_options"),
 ])
 def test_bad_requests_get_a_400_naming_the_problem(client, path, body, needle):
     r = client.post(path, json=body)
     assert r.status_code == 400
-    assert needle in r.json()["detail"]
+    assert needle in r.json()["error"]["message"]
 
 
 def test_health_and_models(client):

@@ -40,5 +40,5 @@ def test_non_finite_numbers_are_a_400(served, temperature, max_tokens, needle):
     client, loop = served
     r = _post(client, temperature, max_tokens)
     assert r.status_code == 400
-    assert needle in r.json()["detail"]
+    assert needle in r.json()["error"]["message"]
     assert loop.alive

@@ -35,11 +35,16 @@ def serve_reference(
     exit_with_parent: Annotated[bool, typer.Option(
         help="Stop when the launching process is gone, so a killed runner leaves no server "
         "behind (mtpsim run-real passes it).")] = False,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", help="No start-up line and no access log (one line per request, with its "
+        "tokens and draft acceptance); errors still print.")] = False,
 ) -> None:
     """Serve the reference DSA + MTP engine on 127.0.0.1 behind an OpenAI-compatible API.
 
     Continuous batching; /v1/completions and /v1/chat/completions (streaming), /health, and a
-    vLLM-format /metrics with the [cyan]vllm:spec_decode_*[/cyan] counters.
+    vLLM-format /metrics with the [cyan]vllm:spec_decode_*[/cyan] counters. Parameters it does
+    not implement (n, logprobs, tools, top_p < 1, ...) are a 400 in vLLM's error format.
+    It prints the URL once it listens, then one line per request.
     Example: [cyan]mtpsim serve-reference --policy share --port 8000[/cyan]
     """
     from mtpsim.policies import POLICIES
@@ -78,4 +83,4 @@ def serve_reference(
                         max_num_seqs=max_num_seqs,
                         max_model_len=max_model_len, device=device,
                         threads=exp.reference.threads, seed=exp.seed,
-                        exit_with_parent=exit_with_parent))
+                        exit_with_parent=exit_with_parent, quiet=quiet))

@@ -1,68 +1,150 @@
 """The HTTP layer: OpenAI completions and chat completions (streaming or not), `/health`,
-`/v1/models` and a vLLM-format `/metrics`."""
+`/v1/models` and a vLLM-format `/metrics`. Bad requests get vLLM's status codes and error
+body (see `protocol`); a client that hangs up stops its generation, streaming or not."""
 
 from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import json
-import math
+import re
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
+from http import HTTPStatus
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException
 
 from mtpsim.client.prometheus import render_spec_decode
+from mtpsim.serve_reference.access_log import KEY, AccessLog, Emit
 from mtpsim.serve_reference.loop import EngineLoop, _Add
+from mtpsim.serve_reference.protocol import (
+    ApiError,
+    ChatCompletionRequest,
+    CompletionRequest,
+    ErrorResponse,
+    check_sampling,
+    check_supported,
+    error_body,
+)
 
 EOS = 0
 # vLLM's SamplingParams: below 1e-5 is greedy, and a smaller temperature than 1e-2 is raised to
 # it, since logits / T would overflow to inf and the softmax to nan, which kills the engine.
 SAMPLING_EPS = 1e-5
 MIN_TEMPERATURE = 1e-2
+MAX_REPORTED_ERRORS = 5
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorResponse, "description": "Invalid or unsupported parameter"},
+    404: {"model": ErrorResponse, "description": "Unknown model"},
+    503: {"model": ErrorResponse, "description": "Engine stopped or server shutting down"}}
 
 
 def _prompt_tokens(prompt: Any) -> list[int]:
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], str | list):
+        if len(prompt) != 1:
+            raise ApiError(400, f"prompt: a batch of {len(prompt)} prompts is not supported by "
+                           "the mtpsim reference server; send one request per prompt.", "prompt")
         prompt = prompt[0]  # a batch of one
     if isinstance(prompt, str):
         return [b for b in prompt.encode("utf-8") if b != EOS]
-    if isinstance(prompt, list) and all(isinstance(t, int) and not isinstance(t, bool)
-                                        for t in prompt):
+    if isinstance(prompt, list):
         return list(prompt)
-    raise HTTPException(400, "prompt: expected a string or a list of token ids")
+    raise ApiError(400, "Either prompt or prompt_embeds must be provided.", "prompt")
 
 
-def _chat_tokens(messages: Any) -> list[int]:
-    if not (isinstance(messages, list) and messages and all(
-            isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages)):
-        raise HTTPException(400, "messages: expected a list of {role, content}")
+def _chat_text(req: ChatCompletionRequest) -> str:
     # The byte-level model has no chat template: the turns' contents, one per line.
-    return _prompt_tokens("".join(m["content"] + "\n" for m in messages))
+    def text(content: Any) -> str:
+        if isinstance(content, list):
+            return "".join(part.text for part in content)
+        return content or ""
+    return "".join(text(m.content) + "\n" for m in req.messages)
 
 
-def _number(body: dict[str, Any], key: str, default: float, kind: type) -> Any:
-    v = body.get(key, default)
-    if v is None:
-        v = default
-    if (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
-            or (kind is int and v != int(v))):
-        raise HTTPException(400, f"{key}: expected a finite number, got {v!r}")
-    return kind(v)
-
-
-def _temperature(body: dict[str, Any]) -> float:
-    t = _number(body, "temperature", 1.0, float)
-    if 0 <= t < SAMPLING_EPS:
+def _temperature(t: float | None) -> float:
+    t = 1.0 if t is None else t
+    if t < SAMPLING_EPS:
         return 0.0
-    return max(t, MIN_TEMPERATURE) if t > 0 else t  # a negative one: the engine's 400
+    return max(t, MIN_TEMPERATURE)
 
 
-def create_app(loop: EngineLoop, model_name: str, max_model_len: int) -> FastAPI:
+def _clean_loc(loc: Any) -> str:
+    """`body.prompt`, not `body.prompt.list[constrained-int]` (as vLLM's `clean_loc_for_param`):
+    pydantic names each union branch it tried in the location."""
+    parts = [str(p) for p in loc if not re.search(r"[\[\](){}]", str(p))
+             and str(p) not in _PYDANTIC_MARKERS]
+    return ".".join(parts)
+
+
+_PYDANTIC_MARKERS = {"str", "int", "float", "bool", "list", "dict", "none", "function-after",
+                     "function-before", "function-wrap", "json-or-python", "lax-or-strict"}
+
+
+def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
+    """vLLM's message for a body that fails its types: the errors without the input echoed."""
+    errors = exc.errors()
+    if not errors:
+        return "Validation error", None
+    parts = list(dict.fromkeys(f"{_clean_loc(e.get('loc', ()))}: {e.get('msg', 'invalid')}"[:300]
+                               for e in errors))
+    more = f"; ...and {len(parts) - MAX_REPORTED_ERRORS} more" if len(
+        parts) > MAX_REPORTED_ERRORS else ""
+    label = "error" if len(errors) == 1 else "errors"
+    param = _clean_loc(errors[0].get("loc", ())) or None
+    return (f"{len(errors)} validation {label}: " + "; ".join(parts[:MAX_REPORTED_ERRORS])
+            + more, param)
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(_: Request, exc: ApiError) -> Response:
+        return JSONResponse(exc.body(), status_code=exc.code)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, exc: HTTPException) -> Response:
+        kind = HTTPStatus(exc.status_code).phrase
+        return JSONResponse(error_body(exc.status_code, str(exc.detail), kind),
+                            status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> Response:
+        message, param = _validation_message(exc)
+        return JSONResponse(error_body(400, message, "Bad Request", param), status_code=400)
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client hangs up (the body is already read, as with vLLM's
+    `with_cancellation`)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _unless_disconnected(request: Request, work: Awaitable[Response]) -> Response:
+    """`work`, cancelled (and so its engine request aborted) if the client goes away first."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnected(request))
+    done, _ = await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        gone.cancel()
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, ApiError):
+        await task
+    request.scope.get(KEY, {})["disconnected"] = True
+    return Response(status_code=499)  # never delivered; nginx's "client closed request"
+
+
+def create_app(loop: EngineLoop, model_name: str, max_model_len: int,
+               access_log: Emit | None = None) -> Any:
+    """The ASGI app; with `access_log`, one line per request goes to it."""
     app = FastAPI(title="mtpsim reference server", docs_url=None, redoc_url=None)
+    _install_error_handlers(app)
     labels = {"engine": "0", "model_name": model_name}
 
     @app.get("/health")
@@ -86,44 +168,36 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int) -> FastAPI
         """MTP forwards and indexer runs per draft step since start (mtpsim extension)."""
         return loop.indexer.counts.to_json()
 
-    async def body_of(request: Request) -> dict[str, Any]:
-        try:
-            body = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise HTTPException(400, "expected a JSON body") from None
-        if not isinstance(body, dict):
-            raise HTTPException(400, "expected a JSON object")
-        return body
+    def checked(req: CompletionRequest | ChatCompletionRequest, request: Request) -> None:
+        media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if media != "application/json":
+            raise ApiError(400, "Unsupported Media Type: Only 'application/json' is allowed")
+        if req.model and req.model != model_name:  # vLLM: a missing model means the served one
+            raise ApiError(404, f"The model `{req.model}` does not exist. Valid aliases: "
+                           f"{model_name}.", "model")
+        check_sampling(req)
+        check_supported(req)
 
-    @app.post("/v1/completions")
-    async def completions(request: Request) -> Any:
-        body = await body_of(request)
-        tokens = _prompt_tokens(body.get("prompt"))
-        max_tokens = _number(body, "max_tokens", 16, int)
-        return await _generate(body, tokens, max_tokens, chat=False)
+    @app.post("/v1/completions", responses=ERROR_RESPONSES)
+    async def completions(req: CompletionRequest, request: Request) -> Any:
+        checked(req, request)
+        max_tokens = 16 if req.max_tokens is None else req.max_tokens
+        return await _generate(request, req, _prompt_tokens(req.prompt), max_tokens, chat=False)
 
-    @app.post("/v1/chat/completions")
-    async def chat(request: Request) -> Any:
-        body = await body_of(request)
-        tokens = _chat_tokens(body.get("messages"))
-        max_tokens = _number(body, "max_completion_tokens",
-                             _number(body, "max_tokens", 16, int), int)
-        return await _generate(body, tokens, max_tokens, chat=True)
+    @app.post("/v1/chat/completions", responses=ERROR_RESPONSES)
+    async def chat(req: ChatCompletionRequest, request: Request) -> Any:
+        checked(req, request)
+        tokens = _prompt_tokens(_chat_text(req))
+        asked = req.max_completion_tokens or req.max_tokens
+        # vLLM's default for chat: whatever the context leaves.
+        max_tokens = asked if asked is not None else max(1, max_model_len - len(tokens))
+        return await _generate(request, req, tokens, max_tokens, chat=True)
 
-    async def _generate(body: dict[str, Any], tokens: list[int], max_tokens: int,
-                        chat: bool) -> Any:
-        temperature = _temperature(body)
-        seed = body.get("seed")
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-            raise HTTPException(400, "seed: expected an integer")
-        # Read every field before the engine takes the request: a bad one after that would
-        # leave it generating for a response that is never sent.
-        stream = bool(body.get("stream", False))
-        stream_options = body.get("stream_options") or {}
-        if not isinstance(stream_options, dict):
-            raise HTTPException(400, "stream_options: expected an object")
-        usage_wanted = bool(stream_options.get("include_usage", False))
+    async def _generate(request: Request, req: CompletionRequest | ChatCompletionRequest,
+                        tokens: list[int], max_tokens: int, chat: bool) -> Any:
         request_id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
+        usage_wanted = bool(req.stream_options and req.stream_options.include_usage)
+        access = request.scope.get(KEY, {})
         aio = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         acked: asyncio.Future[str | None] = aio.create_future()
@@ -134,23 +208,32 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int) -> FastAPI
             except RuntimeError:  # the event loop is gone (shutdown); nothing to tell
                 pass
 
-        loop.submit(_Add(request_id, tokens, max_tokens, temperature,
-                         bool(body.get("ignore_eos", False)), seed,
+        def chunks() -> AsyncIterator[Any]:
+            return _chunks(loop, queue, request_id, len(tokens), chat, bool(req.stream),
+                           usage_wanted, model_name, access)
+
+        async def whole() -> Response:
+            final: dict[str, Any] = {}
+            async for c in chunks():
+                final = c  # type: ignore[assignment]
+            return JSONResponse(final)
+
+        loop.submit(_Add(request_id, tokens, max_tokens, _temperature(req.temperature),
+                         req.ignore_eos, req.seed,
                          sink=lambda out: to_loop(queue.put_nowait, out),
                          ack=lambda err: to_loop(_resolve, acked, err)))
-        err = await acked
+        try:
+            err = await acked
+        except asyncio.CancelledError:
+            loop.abort(request_id)  # cancelled before the engine answered: it may take it
+            raise
         if err is not None:
-            raise HTTPException(503 if not loop.alive else 400, err)
-        chunks = _chunks(loop, queue, request_id, len(tokens), chat, stream, usage_wanted,
-                         model_name)
-        if stream:
-            return StreamingResponse(chunks, media_type="text/event-stream")
-        final: dict[str, Any] = {}
-        async for c in chunks:
-            final = c  # type: ignore[assignment]
-        return JSONResponse(final)
+            raise ApiError(503 if not loop.accepting else 400, err)
+        if req.stream:
+            return StreamingResponse(chunks(), media_type="text/event-stream")
+        return await _unless_disconnected(request, whole())
 
-    return app
+    return AccessLog(app, access_log) if access_log is not None else app
 
 
 def _resolve(fut: asyncio.Future[str | None], err: str | None) -> None:
@@ -160,12 +243,13 @@ def _resolve(fut: asyncio.Future[str | None], err: str | None) -> None:
 
 async def _chunks(loop: EngineLoop, queue: asyncio.Queue[Any], request_id: str,
                   num_prompt: int, chat: bool, stream: bool, usage_wanted: bool,
-                  model_name: str) -> AsyncIterator[Any]:
-    """SSE lines when streaming; otherwise one final response dict."""
+                  model_name: str, access: dict[str, Any]) -> AsyncIterator[Any]:
+    """SSE lines when streaming; otherwise one final response dict. Fills `access` with the
+    request's tokens and acceptance for the access log."""
     created = int(time.time())
     obj = "chat.completion.chunk" if chat else "text_completion"
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    text_all, n_out, finished = [], 0, False
+    text_all, n_out, finished, reason = [], 0, False, None
     spec: dict[str, Any] | None = None
 
     def event(choices: list[dict[str, Any]], **extra: Any) -> str:
@@ -196,9 +280,14 @@ async def _chunks(loop: EngineLoop, queue: asyncio.Queue[Any], request_id: str,
                           if chat else
                           {"index": 0, "text": text, "logprobs": None, "finish_reason": reason})
                 yield event([choice])
+    except (asyncio.CancelledError, GeneratorExit):
+        access["disconnected"] = True
+        raise
     finally:
         if not finished:
-            loop.abort(request_id)  # the client went away
+            loop.abort(request_id)  # the client went away, or the engine failed
+        access.update(prompt_tokens=num_prompt, completion_tokens=n_out, finish_reason=reason,
+                      spec_decode=spec)
     usage = {"prompt_tokens": num_prompt, "completion_tokens": n_out,
              "total_tokens": num_prompt + n_out}
     extra: dict[str, Any] = {"usage": usage}

@@ -12,6 +12,18 @@ from mtpsim.metrics import SpecDecodeCounters
 from mtpsim.serve_reference.indexer_counts import IndexerCounter
 
 Sink = Callable[[Any], None]  # called in the engine thread with each RequestOutput
+ABORT_ALL = object()  # inbox item: end every live request (the server is shutting down)
+
+
+@dataclass(slots=True)
+class Aborted:
+    """The last output of a request the server ended (it shapes like the engine's own)."""
+
+    request_id: str
+    new_token_ids: list[int]
+    finished: bool = True
+    finish_reason: str = "abort"
+    counters: None = None
 
 
 @dataclass(slots=True)
@@ -33,11 +45,12 @@ class EngineLoop:
                  ) -> None:
         self.engine = engine
         self.on_error = on_error  # called once, in the engine thread, if the engine fails
-        self._inbox: list[_Add | str] = []  # additions, or request ids to abort
+        self._inbox: list[Any] = []  # _Add, a request id to abort, or ABORT_ALL
         self._sinks: dict[str, Sink] = {}
         self._cond = threading.Condition()
         self._stop = False
         self._closed = False  # set when the engine thread ends: submit() answers at once
+        self._closing = False  # set by abort_all(): the server is shutting down
         self._counters = SpecDecodeCounters()
         self._counters_lock = threading.Lock()
         self.error: BaseException | None = None
@@ -57,8 +70,9 @@ class EngineLoop:
         """Queue a request; `add.ack` tells whether the engine took it. A stopped engine
         answers at once, so no request ever waits on a dead thread."""
         with self._cond:
-            if self._closed:
-                add.ack(f"the engine has stopped ({self.error!r})")
+            if self._closed or self._closing:
+                add.ack("the server is shutting down" if self._closing and not self._closed
+                        else f"the engine has stopped ({self.error!r})")
                 return
             self._inbox.append(add)
             self._cond.notify()
@@ -66,6 +80,14 @@ class EngineLoop:
     def abort(self, request_id: str) -> None:
         with self._cond:
             self._inbox.append(request_id)
+            self._cond.notify()
+
+    def abort_all(self) -> None:
+        """End every live request now (each stream finishes with reason "abort") and refuse
+        new ones: a shutting-down server then has no request to wait for."""
+        with self._cond:
+            self._closing = True
+            self._inbox.append(ABORT_ALL)
             self._cond.notify()
 
     def counters(self) -> SpecDecodeCounters:
@@ -79,12 +101,23 @@ class EngineLoop:
     def alive(self) -> bool:
         return self._thread.is_alive() and self.error is None
 
+    @property
+    def accepting(self) -> bool:
+        """Alive and not shutting down: a refused request is then the request's fault."""
+        return self.alive and not self._closing
+
     def _drain(self) -> None:
         with self._cond:
             while not self._inbox and not self._stop and not self.engine.has_unfinished():
                 self._cond.wait()
             inbox, self._inbox = self._inbox, []
         for item in inbox:
+            if item is ABORT_ALL:
+                for request_id, sink in list(self._sinks.items()):
+                    self.engine.abort_request(request_id)
+                    sink(Aborted(request_id, []))
+                self._sinks.clear()
+                continue
             if isinstance(item, str):
                 if self._sinks.pop(item, None) is not None:
                     self.engine.abort_request(item)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtpsim.errors import UserError
+from mtpsim.serve_reference.access_log import stamp
 
 HOST = "127.0.0.1"  # never configurable: the server has no authentication
 TINY_RANDOM = "random-tiny"  # weights value for tests: a 1-layer random-init model
@@ -30,6 +31,7 @@ class ServerOptions:
     threads: int = 0
     seed: int = 0
     exit_with_parent: bool = False
+    quiet: bool = False  # no start-up line and no access log (errors still print)
 
 
 def build_engine(opts: ServerOptions) -> Any:
@@ -77,6 +79,16 @@ def bind(port: int) -> socket.socket:
     return sock
 
 
+def startup_line(opts: ServerOptions, index_topk: int, device: str) -> str:
+    return (f"mtpsim reference server listening on http://{HOST}:{opts.port} (model "
+            f"{opts.model_name}, policy {opts.policy}, k={opts.num_speculative_tokens}, "
+            f"top-k {index_topk}, {device}); Ctrl-C stops it")
+
+
+def _say(message: str) -> None:
+    print(stamp(message), flush=True)
+
+
 def serve(opts: ServerOptions) -> None:
     import uvicorn
 
@@ -90,13 +102,31 @@ def serve(opts: ServerOptions) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     sock = bind(opts.port)
-    loop = EngineLoop(build_engine(opts), on_error=engine_failed)
+    engine = build_engine(opts)
+    loop = EngineLoop(engine, on_error=engine_failed)
     loop.start()
+    ready = None if opts.quiet else startup_line(opts, engine.cfg.index_topk, str(engine.device))
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if ready and self.started:
+                _say(ready)
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # Ctrl-C / SIGTERM: end the live requests (their streams finish with reason
+            # "abort"), so shutdown waits on nothing and cancels no task mid-request.
+            loop.abort_all()
+            super().handle_exit(sig, frame)
+
     try:
-        config = uvicorn.Config(create_app(loop, opts.model_name, opts.max_model_len), host=HOST,
-                                port=opts.port, log_level="warning", access_log=False,
-                                timeout_graceful_shutdown=2)
-        uvicorn.Server(config).run(sockets=[sock])
+        app = create_app(loop, opts.model_name, opts.max_model_len,
+                         access_log=None if opts.quiet else _say)
+        config = uvicorn.Config(app, host=HOST, port=opts.port, log_level="warning",
+                                access_log=False, timeout_graceful_shutdown=2)
+        Server(config).run(sockets=[sock])
     finally:
         loop.stop()
         sock.close()
+    if not opts.quiet:
+        _say("mtpsim reference server stopped")
