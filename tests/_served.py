@@ -60,3 +60,48 @@ def tiny_app_client(policy: str = "share", **client_kw: Any) -> Iterator[tuple[A
             yield c, loop
     finally:
         loop.stop()
+
+
+@contextmanager
+def live_tiny_server(step_delay_s: float = 0.0, max_model_len: int = 4096,
+                     ) -> Iterator[tuple[int, Any]]:
+    """serve-reference's app on a real socket (uvicorn in a thread, logging to the root logger
+    so caplog sees it) over a tiny engine whose every step takes at least `step_delay_s`:
+    yields (port, EngineLoop)."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from mtpsim.serve_reference.app import create_app
+    from mtpsim.serve_reference.loop import EngineLoop
+    from mtpsim.serve_reference.server import TINY_RANDOM, ServerOptions, bind, build_engine
+
+    engine = build_engine(ServerOptions(policy="share", port=0, weights=TINY_RANDOM,
+                                        max_num_seqs=2, max_model_len=max_model_len))
+    step = engine.step
+
+    def slow_step() -> Any:
+        time.sleep(step_delay_s)
+        return step()
+
+    engine.step = slow_step
+    loop = EngineLoop(engine)
+    loop.start()
+    sock = bind(free_port())
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(loop, "ref", max_model_len), log_config=None,
+                                           log_level="warning", timeout_graceful_shutdown=2))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        yield port, loop
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        loop.stop()
+        sock.close()

@@ -24,6 +24,7 @@ from mtpsim.client.prometheus import render_spec_decode
 from mtpsim.serve_reference.access_log import KEY, AccessLog, Emit
 from mtpsim.serve_reference.loop import EngineLoop, _Add
 from mtpsim.serve_reference.protocol import (
+    UNSUPPORTED,
     ApiError,
     ChatCompletionRequest,
     CompletionRequest,
@@ -48,8 +49,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 def _prompt_tokens(prompt: Any) -> list[int]:
     if isinstance(prompt, list) and prompt and isinstance(prompt[0], str | list):
         if len(prompt) != 1:
-            raise ApiError(400, f"prompt: a batch of {len(prompt)} prompts is not supported by "
-                           "the mtpsim reference server; send one request per prompt.", "prompt")
+            raise ApiError(400, f"prompt: a batch of {len(prompt)} prompts {UNSUPPORTED}; "
+                           "send one request per prompt.", "prompt")
         prompt = prompt[0]  # a batch of one
     if isinstance(prompt, str):
         return [b for b in prompt.encode("utf-8") if b != EOS]

@@ -20,6 +20,7 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 Token = Annotated[int, Field(ge=0)]
 CHAT_ROLES = ("system", "developer", "user", "assistant")
+UNSUPPORTED = "is not supported by the mtpsim reference server"  # vLLM would serve it
 
 
 class ApiError(Exception):
@@ -179,16 +180,15 @@ def check_supported(req: _Sampling) -> None:
     fields = type(req).model_fields
     for name, no_op in _NO_OP.items():
         if name in fields and not no_op(getattr(req, name)):
-            raise ApiError(400, f"{name}={getattr(req, name)!r} is not supported by the "
-                           "mtpsim reference server (it samples one sequence from the "
-                           "temperature-scaled distribution, with no logprobs, tools or "
-                           "output constraints).", name)
+            raise ApiError(400, f"{name}={getattr(req, name)!r} {UNSUPPORTED} (it samples "
+                           "one sequence from the temperature-scaled distribution, with no "
+                           "logprobs, tools or output constraints).", name)
     if isinstance(req, ChatCompletionRequest):
         for i, m in enumerate(req.messages):
             if m.role not in CHAT_ROLES:
-                raise ApiError(400, f"messages[{i}].role: expected one of "
-                               f"{', '.join(CHAT_ROLES)}, got {m.role!r}.", "messages")
+                raise ApiError(400, f"messages[{i}].role={m.role!r} {UNSUPPORTED}: expected "
+                               f"one of {', '.join(CHAT_ROLES)}.", "messages")
             if isinstance(m.content, list) and any(p.type != "text" or p.text is None
                                                    for p in m.content):
-                raise ApiError(400, f"messages[{i}].content: only text parts are supported "
-                               "by the byte-level reference model.", "messages")
+                raise ApiError(400, f"messages[{i}].content: a part other than text "
+                               f"{UNSUPPORTED} (a byte-level model).", "messages")
