@@ -102,7 +102,12 @@ def serve(opts: ServerOptions) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     sock = bind(opts.port)
-    engine = build_engine(opts)
+    try:
+        engine = build_engine(opts)
+    except KeyboardInterrupt:  # Ctrl-C while the weights load: nothing to shut down
+        sock.close()
+        _say("mtpsim reference server stopped before it started")
+        return
     loop = EngineLoop(engine, on_error=engine_failed)
     loop.start()
     ready = None if opts.quiet else startup_line(opts, engine.cfg.index_topk, str(engine.device))
@@ -125,6 +130,8 @@ def serve(opts: ServerOptions) -> None:
         config = uvicorn.Config(app, host=HOST, port=opts.port, log_level="warning",
                                 access_log=False, timeout_graceful_shutdown=2)
         Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it has already handled
+        pass
     finally:
         loop.stop()
         sock.close()
