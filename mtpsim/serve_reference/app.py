@@ -41,6 +41,8 @@ SAMPLING_EPS = 1e-5
 MIN_TEMPERATURE = 1e-2
 MAX_REPORTED_ERRORS = 5
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/event-stream": {}},
+          "description": "The completion; server-sent events with \"stream\": true"},
     400: {"model": ErrorResponse, "description": "Invalid or unsupported parameter"},
     404: {"model": ErrorResponse, "description": "Unknown model"},
     503: {"model": ErrorResponse, "description": "Engine stopped or server shutting down"}}
@@ -148,7 +150,8 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int,
     _install_error_handlers(app)
     labels = {"engine": "0", "model_name": model_name}
 
-    @app.get("/health")
+    @app.get("/health", response_class=PlainTextResponse,
+             responses={503: {"description": "The engine has stopped"}})
     async def health() -> Any:
         if not loop.alive:
             return PlainTextResponse(f"engine stopped: {loop.error!r}", status_code=503)
@@ -159,7 +162,7 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int,
         return {"object": "list", "data": [{"id": model_name, "object": "model",
                                             "owned_by": "mtpsim", "max_model_len": max_model_len}]}
 
-    @app.get("/metrics")
+    @app.get("/metrics", response_class=PlainTextResponse)
     async def metrics() -> Any:
         return PlainTextResponse(render_spec_decode(loop.counters(), labels),
                                  media_type="text/plain; version=0.0.4; charset=utf-8")
