@@ -94,6 +94,12 @@ def test_malformed_bodies_are_a_400_not_a_500(client, body, headers):
     assert r.json()["error"]["code"] == 400
 
 
+def test_an_error_does_not_echo_a_huge_value_back(client):
+    r = client.post(C, json={"prompt": "a", "response_format": {"type": "x" * 1_000_000}})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "response_format"
+    assert len(r.content) < 1000
+
+
 def _vllm_refuses(path: str, body: dict) -> bool:
     """vLLM 0.33.0's verdict before its engine sees the request: its pydantic request model,
     then its SamplingParams checks (a 400 either way)."""

@@ -175,18 +175,24 @@ _NO_OP: dict[str, Callable[[Any], bool]] = {
 }
 
 
+def _short(value: Any, limit: int = 80) -> str:
+    """The value as the message shows it: bounded, as vLLM bounds what it echoes back."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "...[truncated]"
+
+
 def check_supported(req: _Sampling) -> None:
     """A 400 for the first field whose value this server would have to ignore."""
     fields = type(req).model_fields
     for name, no_op in _NO_OP.items():
         if name in fields and not no_op(getattr(req, name)):
-            raise ApiError(400, f"{name}={getattr(req, name)!r} {UNSUPPORTED} (it samples "
+            raise ApiError(400, f"{name}={_short(getattr(req, name))} {UNSUPPORTED} (it samples "
                            "one sequence from the temperature-scaled distribution, with no "
                            "logprobs, tools or output constraints).", name)
     if isinstance(req, ChatCompletionRequest):
         for i, m in enumerate(req.messages):
             if m.role not in CHAT_ROLES:
-                raise ApiError(400, f"messages[{i}].role={m.role!r} {UNSUPPORTED}: expected "
+                raise ApiError(400, f"messages[{i}].role={_short(m.role)} {UNSUPPORTED}: expected "
                                f"one of {', '.join(CHAT_ROLES)}.", "messages")
             if isinstance(m.content, list) and any(p.type != "text" or p.text is None
                                                    for p in m.content):
