@@ -44,6 +44,8 @@ CASES = [
     (C, {"prompt": "a", "temperature": -1}, 400, "temperature"),
     (C, {"prompt": "a", "max_tokens": 0}, 400, "max_tokens"),
     (C, {"prompt": "a", "stream_options": {"include_usage": True}}, 400, "stream_options"),
+    (C, {"prompt": "a", "stream": True, "stream_options": {"continuous_usage_stats": True}},
+     400, "stream_options"),
     (C, {"prompt": "a", "stream": "maybe"}, 400, "body.stream"),
     (C, {"prompt": "a", "seed": 2**64}, 400, "body.seed"),
     (C, {"prompt": ["a", "b"]}, 400, "prompt"),

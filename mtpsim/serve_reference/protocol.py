@@ -189,6 +189,9 @@ def check_supported(req: _Sampling) -> None:
             raise ApiError(400, f"{name}={_short(getattr(req, name))} {UNSUPPORTED} (it samples "
                            "one sequence from the temperature-scaled distribution, with no "
                            "logprobs, tools or output constraints).", name)
+    if req.stream_options is not None and req.stream_options.continuous_usage_stats:
+        raise ApiError(400, f"stream_options.continuous_usage_stats {UNSUPPORTED}; usage comes "
+                       "once, in the last chunk.", "stream_options")
     if isinstance(req, ChatCompletionRequest):
         for i, m in enumerate(req.messages):
             if m.role not in CHAT_ROLES:
