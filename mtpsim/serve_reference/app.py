@@ -1,6 +1,6 @@
 """The HTTP layer: OpenAI completions and chat completions (streaming or not), `/health`,
 `/v1/models` and a vLLM-format `/metrics`. Bad requests get vLLM's status codes and error
-body (see `protocol`); a client that hangs up stops its generation, streaming or not."""
+body (see `protocol`, `errors`); a client that hangs up stops its generation, streaming or not."""
 
 from __future__ import annotations
 
@@ -8,30 +8,24 @@ import asyncio
 import codecs
 import contextlib
 import json
-import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable
-from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
-from starlette.exceptions import HTTPException
 
 from mtpsim.client.prometheus import render_spec_decode
 from mtpsim.serve_reference.access_log import KEY, AccessLog, Emit
+from mtpsim.serve_reference.errors import ApiError, ErrorResponse, install_error_handlers
 from mtpsim.serve_reference.loop import EngineLoop, _Add
 from mtpsim.serve_reference.protocol import (
     UNSUPPORTED,
-    ApiError,
     ChatCompletionRequest,
     CompletionRequest,
-    ErrorResponse,
     check_sampling,
     check_supported,
-    error_body,
 )
 
 EOS = 0
@@ -39,7 +33,6 @@ EOS = 0
 # it, since logits / T would overflow to inf and the softmax to nan, which kills the engine.
 SAMPLING_EPS = 1e-5
 MIN_TEMPERATURE = 1e-2
-MAX_REPORTED_ERRORS = 5
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"content": {"text/event-stream": {}},
           "description": "The completion; server-sent events with \"stream\": true"},
@@ -77,50 +70,6 @@ def _temperature(t: float | None) -> float:
     return max(t, MIN_TEMPERATURE)
 
 
-def _clean_loc(loc: Any) -> str:
-    """`body.prompt`, not `body.prompt.list[constrained-int]` (as vLLM's `clean_loc_for_param`):
-    pydantic names each union branch it tried in the location."""
-    parts = [str(p) for p in loc if not re.search(r"[\[\](){}]", str(p))
-             and str(p) not in _PYDANTIC_MARKERS]
-    return ".".join(parts)
-
-
-_PYDANTIC_MARKERS = {"str", "int", "float", "bool", "list", "dict", "none", "function-after",
-                     "function-before", "function-wrap", "json-or-python", "lax-or-strict"}
-
-
-def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
-    """vLLM's message for a body that fails its types: the errors without the input echoed."""
-    errors = exc.errors()
-    if not errors:
-        return "Validation error", None
-    parts = list(dict.fromkeys(f"{_clean_loc(e.get('loc', ()))}: {e.get('msg', 'invalid')}"[:300]
-                               for e in errors))
-    more = f"; ...and {len(parts) - MAX_REPORTED_ERRORS} more" if len(
-        parts) > MAX_REPORTED_ERRORS else ""
-    label = "error" if len(errors) == 1 else "errors"
-    param = _clean_loc(errors[0].get("loc", ())) or None
-    return (f"{len(errors)} validation {label}: " + "; ".join(parts[:MAX_REPORTED_ERRORS])
-            + more, param)
-
-
-def _install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ApiError)
-    async def api_error(_: Request, exc: ApiError) -> Response:
-        return JSONResponse(exc.body(), status_code=exc.code)
-
-    @app.exception_handler(HTTPException)
-    async def http_error(_: Request, exc: HTTPException) -> Response:
-        kind = HTTPStatus(exc.status_code).phrase
-        return JSONResponse(error_body(exc.status_code, str(exc.detail), kind),
-                            status_code=exc.status_code, headers=exc.headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(_: Request, exc: RequestValidationError) -> Response:
-        message, param = _validation_message(exc)
-        return JSONResponse(error_body(400, message, "Bad Request", param), status_code=400)
-
-
 async def _disconnected(request: Request) -> None:
     """Returns when the client hangs up (the body is already read, as with vLLM's
     `with_cancellation`)."""
@@ -147,7 +96,7 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int,
                access_log: Emit | None = None) -> Any:
     """The ASGI app; with `access_log`, one line per request goes to it."""
     app = FastAPI(title="mtpsim reference server", docs_url=None, redoc_url=None)
-    _install_error_handlers(app)
+    install_error_handlers(app)
     labels = {"engine": "0", "model_name": model_name}
 
     @app.get("/health", response_class=PlainTextResponse,

@@ -16,41 +16,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mtpsim.serve_reference.errors import ApiError
+
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 Token = Annotated[int, Field(ge=0)]
 CHAT_ROLES = ("system", "developer", "user", "assistant")
 UNSUPPORTED = "is not supported by the mtpsim reference server"  # vLLM would serve it
-
-
-class ApiError(Exception):
-    """An error answered in vLLM's body shape: {"error": {message, type, param, code}}."""
-
-    def __init__(self, code: int, message: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.param = code, message, param
-
-    def body(self) -> dict[str, Any]:
-        kind = {400: "BadRequestError", 404: "NotFoundError", 503: "ServiceUnavailableError"}
-        return error_body(self.code, self.message, kind.get(self.code, "InternalServerError"),
-                          self.param)
-
-
-class ErrorInfo(BaseModel):
-    message: str
-    type: str
-    param: str | None = None
-    code: int
-
-
-class ErrorResponse(BaseModel):
-    """vLLM's `ErrorResponse` (`vllm/entrypoints/serve/engine/protocol.py`)."""
-
-    error: ErrorInfo
-
-
-def error_body(code: int, message: str, kind: str, param: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
 class _Body(BaseModel):
