@@ -17,7 +17,21 @@ def fit_from_traces(paths: Sequence[Path]) -> Calibration:
     from mtpsim.calibration.fit import fit_traces
     from mtpsim.trace import read_trace
 
-    return fit_traces([read_trace(p) for p in paths], sources=[str(p) for p in paths])
+    traces = [read_trace(p) for p in paths]
+    return with_trace_meta(fit_traces(traces, sources=[str(p) for p in paths]), traces)
+
+
+def with_trace_meta(cal: Calibration, traces) -> Calibration:
+    """Record the machine the traces ran on and the temperatures they sampled at."""
+    import dataclasses
+
+    machines = [tr.meta["machine"] for tr in traces if isinstance(tr.meta.get("machine"), dict)]
+    temps = sorted({float(tr.meta["temperature"]) for tr in traces
+                    if isinstance(tr.meta.get("temperature"), int | float)})
+    ranges = {**cal.ranges, **({"temperature": temps} if temps else {})}
+    machine = machines[0] if machines and all(m == machines[0] for m in machines) else (
+        {"machines": machines} if machines else {})
+    return dataclasses.replace(cal, machine=machine, ranges=ranges)
 
 
 def _f(x: float | None, fmt: str = ".3f") -> str:

@@ -81,6 +81,8 @@ class Calibration:
     ranges: dict[str, list[float]]
     created: str = ""
     mtpsim_version: str = __version__
+    machine: dict[str, Any] = field(default_factory=dict)  # where the traces ran (CPU/GPU, threads)
+    bootstrap: list[dict[str, Any]] = field(default_factory=list)  # refits: mtpsim.uncertainty
     path: str = "<memory>"  # where it was read from (not written)
 
     @property
@@ -198,7 +200,19 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
         overlap=overlap, cost=CostFit(phases, float(gap or 0.0), dict(cost.get("report") or {})),
         ranges={str(k): list(v) for k, v in ranges.items() if isinstance(v, list)},
         created=str(obj.get("created", "")), mtpsim_version=str(obj.get("mtpsim_version", "?")),
-        path=str(source))
+        machine=dict(obj.get("machine") or {}) if isinstance(obj.get("machine"), dict) else {},
+        bootstrap=_bootstrap(rd, obj.get("bootstrap")), path=str(source))
+
+
+def _bootstrap(rd: _Reader, v: Any) -> list[dict[str, Any]]:
+    """Optional refits on resampled traces (mtpsim.uncertainty.bootstrap), checked for shape."""
+    if v is None:
+        return []
+    if not isinstance(v, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("acceptance"), dict)
+            and isinstance(r.get("overlap"), dict) and isinstance(r.get("cost"), dict) for r in v):
+        raise rd.fail("bootstrap", "expected a list of {acceptance, overlap, cost} refits")
+    return v
 
 
 _CACHE: dict[tuple[str, int, int], Calibration] = {}

@@ -82,6 +82,14 @@ def simulate(
     plot: Annotated[Path | None, typer.Option(
         help="Write PNG plots to DIR: per-position acceptance per policy; with --trace, top-k "
         "overlap vs context per draft step. E.g. --plot runs/plots.")] = None,
+    uncertainty: Annotated[int | None, typer.Option(
+        help="Draw N parameter sets from the spec's [uncertainty] priors (quasi-random), run "
+        "every policy on each, and print medians, intervals, P(delta > 0), what the measured "
+        "rows narrowed, the sensitivity table and what to measure next; --json/--out carry "
+        "the draws. E.g. --uncertainty 64.")] = None,
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", "-j", min=1, help="With --uncertainty: worker processes (default: the usable "
+        "cores), e.g. -j 1.")] = None,
 ) -> None:
     """Simulate each policy of an experiment and print the upstream PR's benchmark table.
 
@@ -96,6 +104,15 @@ def simulate(
     from mtpsim.report import measured_table, phase_table, pr_table, summary_lines
 
     calibration = None
+    if uncertainty is not None:
+        from mtpsim.uncertainty.cli import simulate_uncertainty
+
+        if trace or plot is not None or expected:
+            raise UserError(None, "--uncertainty", "expected without --trace, --plot and --expected")
+        overrides = list(set_ or []) + (["policies=" + json.dumps(policy)] if policy else []) + (
+            [f"seed={seed}"] if seed is not None else [])
+        simulate_uncertainty(str(experiment), overrides, uncertainty, jobs, as_json, out)
+        return
     if save_calibration is not None and not trace:
         raise UserError(None, "--save-calibration", "expected --trace files to fit")
     for folder, flag in ((out, "--out"), (plot, "--plot"),

@@ -22,6 +22,7 @@ from mtpsim.spec.sections import (
     ModelSpec,
     ReferenceSpec,
     SpeculativeSpec,
+    UncertaintySpec,
     VllmSpec,
     WorkloadSpec,
 )
@@ -37,6 +38,7 @@ SECTIONS: dict[str, type] = {
     "calibration": CalibrationSpec,
     "reference": ReferenceSpec,
     "vllm": VllmSpec,
+    "uncertainty": UncertaintySpec,
 }
 TOP_LEVEL = ("description", "seed", "policies")
 OVERRIDE_SOURCE = "--set"
@@ -55,6 +57,7 @@ class Experiment:
     calibration: CalibrationSpec
     reference: ReferenceSpec
     vllm: VllmSpec
+    uncertainty: UncertaintySpec
     policies: tuple[str, ...] = ("fresh", "share")
     seed: int = 0
     description: str = ""

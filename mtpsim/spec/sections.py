@@ -211,3 +211,34 @@ class VllmSpec:
     enable_prefix_caching: bool = option(False, "prefix caching (off in the PR's benchmark)")
     stop_timeout_s: float = option(30.0, "SIGTERM-to-SIGKILL grace when stopping the server",
                                    greater_than(0))
+
+
+def _check_priors(value: dict[str, str]) -> str | None:
+    from mtpsim.uncertainty.priors import check_priors
+
+    return check_priors(value)
+
+
+@dataclass(frozen=True, slots=True)
+class UncertaintySpec:
+    """Priors of the unmeasured parameters and the noise model (`--uncertainty N`)."""
+
+    priors: dict[str, str] = option({}, "parameter -> prior, e.g. critical_entries = "
+                                    "\"loguniform(4, 32)\" (defaults: docs/uncertainty.md)",
+                                    _check_priors)
+    interval: float = option(0.9, "central probability of the reported intervals",
+                             in_range(0.5, 0.99))
+    timing_noise_pct: float = option(2.0, "run-to-run SD of a measured timing figure, % "
+                                     "(conditioning on measured rows)", greater_than(0))
+    acceptance_noise: float = option(0.0, "SD of a measured acceptance length (0 = the "
+                                     "placebo noise floor of the measured rows, else 0.01)",
+                                     _nonneg)
+    discrepancy_pct: float = option(3.0, "model-discrepancy SD of timings inside the "
+                                    "calibrated range, %", _nonneg)
+    extrapolation_pct: float = option(4.0, "added timing SD per unit of distance outside the "
+                                      "calibrated range (octaves of k, context, top-k, batch), %",
+                                      _nonneg)
+    acceptance_extrapolation_pct: float = option(
+        1.5, "added SD of acceptance length - 1 per unit of distance, %", _nonneg)
+    machine_pct: float = option(40.0, "timing SD when the machine differs from the "
+                                "calibration's (CPU model, GPU, threads, TP), %", _nonneg)

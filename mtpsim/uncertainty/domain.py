@@ -1,0 +1,136 @@
+"""What a prediction's calibration saw, and how far outside it a prediction lies.
+
+The calibrated range is a `[calibration] file`'s `ranges` and `machine` (traces of the reference
+engine or vLLM), or, for the roofline, the setup of the measured rows its factors were fitted to
+(the experiment file itself, before `--set`). Distance is counted in octaves beyond the range on
+each axis (k, context length, top-k, batch), plus half-units of temperature; a different machine
+(CPU model or threads, GPU, TP, quantization) is its own term. `mtpsim.uncertainty.draws` turns
+both into a model-discrepancy spread, so intervals widen with the distance.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtpsim.spec import Experiment
+
+
+def machine_info(device: str = "cpu", threads: int | None = None) -> dict[str, Any]:
+    """The machine a run happens on: CPU model and threads, or the GPU's name."""
+    cpu = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    out: dict[str, Any] = {"device": device, "cpu": cpu, "cores": os.cpu_count()}
+    if threads is not None:
+        out["threads"] = threads
+    if device.startswith("cuda"):
+        import torch  # only for a CUDA run, which has torch already
+
+        out["gpu"] = torch.cuda.get_device_name()
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """The calibrated range: per axis [lo, hi]; `machine` what it was measured on."""
+
+    source: str
+    axes: dict[str, tuple[float, float]]
+    machine: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Extrapolation:
+    distance: float  # octaves (and half-units of temperature) beyond the range, summed
+    machine_differs: bool
+    notes: tuple[str, ...]  # one per axis outside the range, e.g. "k 5 > 4"
+
+    @property
+    def flagged(self) -> bool:
+        return self.distance > 0 or self.machine_differs
+
+
+def setup_axes(exp: Experiment) -> dict[str, tuple[float, float]]:
+    """The experiment's own range on each axis."""
+    w, e = exp.workload, exp.engine
+    spread_in = w.input_len_spread if w.input_len_distribution == "uniform" else 0.0
+    lo = w.input_len * (1 - spread_in)
+    hi = w.input_len * (1 + spread_in) + w.output_len
+    batch = min(e.max_num_seqs, w.max_concurrency or w.num_prompts, w.num_prompts)
+    return {"k": (exp.k, exp.k), "context": (max(lo, 1.0), hi),
+            "top-k": (exp.index_topk, exp.index_topk), "batch": (1.0 if batch > 1 else batch, batch),
+            "temperature": (w.temperature, w.temperature)}
+
+
+def exp_machine(exp: Experiment) -> dict[str, Any]:
+    """What the prediction is about: for the reference engine on the CPU, this host."""
+    if exp.calibration.file and exp.reference.device != "cuda":
+        return {k: v for k, v in machine_info("cpu", exp.reference.threads or None).items()
+                if k in ("cpu", "threads")}
+    return {"gpu": exp.hardware.name, "tp": exp.engine.tp, "quantization": exp.model.quantization}
+
+
+def domain_of(exp: Experiment, calibration: Any | None, file_exp: Experiment | None) -> Domain | None:
+    """The calibrated range of `exp`'s prediction; None when nothing was calibrated."""
+    if calibration is not None:
+        r = calibration.ranges
+        axes = {"k": _span(r.get("k")), "context": _span(r.get("context_len")),
+                "top-k": _span(r.get("index_topk")), "batch": _span(r.get("num_reqs"))}
+        if r.get("temperature"):
+            axes["temperature"] = _span(r["temperature"])
+        return Domain(f"calibration {calibration.path}",
+                      {k: v for k, v in axes.items() if v is not None},
+                      dict(getattr(calibration, "machine", {}) or {}))
+    if file_exp is not None and file_exp.calibration.measured:
+        return Domain(f"measured rows of {file_exp.source}", setup_axes(file_exp),
+                      exp_machine(file_exp))
+    return None
+
+
+def _span(v: Any) -> tuple[float, float] | None:
+    if not v:
+        return None
+    return float(min(v)), float(max(v))
+
+
+def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
+    """How far `exp` lies outside `dom` (nothing calibrated: no extrapolation term)."""
+    if dom is None:
+        return Extrapolation(0.0, False, ())
+    mine = setup_axes(exp)
+    dist, notes = 0.0, []
+    for axis, (lo, hi) in dom.axes.items():
+        if axis not in mine:
+            continue
+        a, b = mine[axis]
+        if axis == "temperature":
+            d = (max(0.0, lo - a) + max(0.0, b - hi)) / 0.5
+            shown = f"{a:g}" if a == b else f"{a:g}-{b:g}"
+        else:
+            d = (math.log2(lo / a) if a < lo else 0.0) + (math.log2(b / hi) if b > hi else 0.0)
+            shown = f"{a:,.0f}" if a == b else f"{a:,.0f}-{b:,.0f}"
+        if d > 1e-9:
+            dist += d
+            notes.append(f"{axis} {shown} outside {lo:,.4g}-{hi:,.4g} ({d:.1f})")
+    here = exp_machine(exp)
+    differs = False
+    if dom.machine:
+        diff = [k for k in here if k in dom.machine and str(here[k]) != str(dom.machine[k])]
+        if diff:
+            differs = True
+            notes.append("machine differs: " + ", ".join(
+                f"{k} {here[k]} vs {dom.machine[k]}" for k in diff))
+    elif exp.calibration.file:
+        differs = True
+        notes.append("machine unknown: the calibration file does not record it")
+    return Extrapolation(dist, differs, tuple(notes))

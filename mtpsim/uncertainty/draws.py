@@ -1,0 +1,194 @@
+"""Quasi-random parameter draws and running every policy on each.
+
+A draw is a set of values for the drawn parameters (mtpsim.uncertainty.priors), applied to the
+validated spec as `--set section.key=value` would be (`overrides`), plus phase scales for costs
+the spec has no field for, a seed (so the simulator's own sampling noise is part of the spread),
+an optional bootstrap refit of a `[calibration] file`, and normal scores of the
+model-discrepancy term. Within a draw every policy sees the same requests and uniforms (the
+simulator's common random numbers), so a policy delta is never sampling noise between policies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mtpsim.spec import Experiment
+from mtpsim.uncertainty.priors import PARAMS, Prior, resolved
+
+METRICS = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "p90_ttft_ms",
+           "spec_decode_acceptance_length")
+# discrepancy scores: timing level (all policies), timing per policy, acceptance level, per policy
+Z_NAMES = ("z_time", "z_time_policy", "z_accept", "z_accept_policy")
+
+
+@dataclass(frozen=True, slots=True)
+class Draw:
+    index: int
+    seed: int
+    values: dict[str, float]  # parameter -> value
+    unit: dict[str, float]  # parameter -> its quantile in (0, 1) (for sensitivity)
+    z: dict[str, float]  # Z_NAMES -> standard normal score
+    replicate: int | None = None  # index into the calibration's bootstrap refits
+
+    def overrides(self) -> list[str]:
+        """The draw as `--set` texts (phase scales have no spec field: shown as scale:PHASE)."""
+        return [f"{PARAMS[n].target}={v:.6g}" for n, v in self.values.items()]
+
+
+def drawn_priors(exp: Experiment) -> dict[str, Prior]:
+    """The parameters this experiment draws: every non-fixed prior, except those a
+    `[calibration] file` replaces (its bootstrap refits carry their uncertainty)."""
+    priors = resolved(exp.uncertainty.priors)
+    return {n: p for n, p in priors.items() if p.kind != "fixed"
+            and not (exp.calibration.file and PARAMS[n].calibrated_by_file)}
+
+
+def sobol(n: int, d: int, seed: int) -> np.ndarray:
+    """[n, d] scrambled Sobol points in (0, 1)."""
+    from scipy.stats import qmc
+
+    with warnings.catch_warnings():  # n need not be a power of two for our use
+        warnings.simplefilter("ignore", UserWarning)
+        u = qmc.Sobol(d, scramble=True, seed=seed).random(n)
+    return np.clip(u, 1e-6, 1 - 1e-6)
+
+
+def plan(exp: Experiment, n: int, replicates: int = 0, seed_offset: int = 0,
+         unit: np.ndarray | None = None) -> list[Draw]:
+    """`n` draws from the priors (or from the given unit-cube points `unit`)."""
+    from scipy.special import ndtri
+
+    priors = drawn_priors(exp)
+    names = list(priors)
+    d = len(names) + len(Z_NAMES)
+    u = sobol(n, d, exp.seed + 7919 * seed_offset) if unit is None else unit
+    rng = np.random.default_rng(exp.seed + 104729 + seed_offset)
+    reps = rng.permutation(np.arange(n) % replicates) if replicates else None
+    draws = []
+    for i in range(n):
+        values = {}
+        for j, name in enumerate(names):
+            p = PARAMS[name]
+            values[name] = float(min(max(priors[name].ppf(float(u[i, j])), p.lo), p.hi))
+        z = {zn: float(ndtri(u[i, len(names) + j])) for j, zn in enumerate(Z_NAMES)}
+        draws.append(Draw(i, exp.seed + seed_offset * 100003 + i, values,
+                          {nm: float(u[i, j]) for j, nm in enumerate(names)}, z,
+                          None if reps is None else int(reps[i])))
+    return draws
+
+
+def with_draw(exp: Experiment, draw: Draw) -> Experiment:
+    """The spec with the draw's field values and seed (each value checked by its field)."""
+    from mtpsim.errors import SpecError
+    from mtpsim.spec.fields import coerce
+
+    by_section: dict[str, dict[str, Any]] = {}
+    for name, v in draw.values.items():
+        target = PARAMS[name].target
+        if target.startswith("scale:"):
+            continue
+        section, key = target.split(".")
+        by_section.setdefault(section, {})[key] = v
+    changes = {}
+    for section, kv in by_section.items():
+        old = getattr(exp, section)
+        fields = {f.name: f for f in dataclasses.fields(old)}
+        for key, v in kv.items():
+            value = coerce(v, type(getattr(old, key)))
+            check = fields[key].metadata.get("check")
+            if check is not None and (msg := check(value)) is not None:
+                raise SpecError("--uncertainty", f"{section}.{key}", f"expected {msg}, got {v!r}")
+            kv[key] = value
+        changes[section] = dataclasses.replace(old, **kv)
+    return dataclasses.replace(exp, **changes, seed=draw.seed)
+
+
+def scales(draw: Draw) -> dict[str, float]:
+    return {PARAMS[n].target.split(":", 1)[1]: v for n, v in draw.values.items()
+            if PARAMS[n].target.startswith("scale:")}
+
+
+class ScaledCost:
+    """A step-cost model with some phases multiplied (the `scale:PHASE` parameters)."""
+
+    def __init__(self, base: Any, factors: dict[str, float]) -> None:
+        self.base, self.factors = base, factors
+
+    def step(self, shape: Any) -> dict[str, np.ndarray]:
+        out = self.base.step(shape)
+        return {p: (v * self.factors[p] if p in self.factors else v) for p, v in out.items()}
+
+
+def replicate_calibration(cal: Any, index: int | None) -> Any:
+    """The calibration with bootstrap refit `index` in place of its own fit (None: as is)."""
+    if cal is None or index is None or not cal.bootstrap:
+        return cal
+    from mtpsim.calibration.schema import calibration_from_json
+
+    return calibration_from_json({**cal.to_json(), **cal.bootstrap[index]}, cal.path)
+
+
+def run_draw(exp: Experiment, draw: Draw, calibration: Any = None) -> dict[str, dict[str, float]]:
+    """Simulate every policy of `exp` under `draw`: policy -> metric -> value (raw)."""
+    from mtpsim.sim.simulator import Simulator
+
+    e = with_draw(exp, draw)
+    cal = replicate_calibration(calibration, draw.replicate)
+    factors = scales(draw)
+    out: dict[str, dict[str, float]] = {}
+    for policy in e.policies:
+        sim = Simulator(e, policy, None, cal)
+        if factors:
+            sim.cost = ScaledCost(sim.cost, factors)
+            if sim.fresh_cost is not None:
+                sim.fresh_cost = ScaledCost(sim.fresh_cost, factors)
+        m = sim.run().metrics
+        out[policy] = {k: float(m[k]) for k in METRICS}
+    return out
+
+
+_JOB: tuple[Experiment, Any] | None = None
+
+
+def _init(exp: Experiment, cal: Any) -> None:
+    global _JOB
+    from mtpsim.sweep import _worker_init
+
+    _worker_init()
+    _JOB = (exp, cal)
+
+
+def _run_one(draw: Draw) -> dict[str, dict[str, float]]:
+    assert _JOB is not None
+    return run_draw(_JOB[0], draw, _JOB[1])
+
+
+def run_draws(exp: Experiment, draws: Sequence[Draw], calibration: Any = None,
+              jobs: int = 1) -> Iterator[tuple[int, dict[str, dict[str, float]]]]:
+    """Yield (draw index, metrics) as draws finish; `jobs` > 1 runs them on a process pool
+    (the one `mtpsim sweep` uses: workers ignore Ctrl-C and are terminated on any exit)."""
+    jobs = max(1, min(jobs, len(draws)))
+    if jobs == 1:
+        for d in draws:
+            yield d.index, run_draw(exp, d, calibration)
+        return
+    import multiprocessing
+    import os
+
+    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    pool = ctx.Pool(jobs, initializer=_init, initargs=(exp, calibration))
+    try:
+        chunk = max(1, math.ceil(len(draws) / (jobs * 4)))
+        for d, res in zip(draws, pool.imap(_run_one, draws, chunksize=chunk), strict=True):
+            yield d.index, res
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()

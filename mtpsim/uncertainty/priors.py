@@ -1,0 +1,147 @@
+"""Declared priors: which parameters a prediction rests on without a measurement, and how
+unsure we are of each (docs/uncertainty.md lists every default and its source).
+
+A prior is written as text, `uniform(lo, hi)`, `loguniform(lo, hi)`, `normal(mean, sd)` or
+`fixed` (not drawn), in the spec's `[uncertainty.priors]` table keyed by parameter name, e.g.
+`critical_entries = "loguniform(4, 32)"`, or with `--set uncertainty.priors.critical_entries=...`.
+This module imports nothing from the spec (the spec's field check calls it).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A parameter a draw can set: a spec field (`section.key`) or a phase scale (`scale:PHASE`,
+    a multiplier of one step-cost phase, for costs the spec has no field for)."""
+
+    target: str
+    lo: float  # the values the target accepts
+    hi: float
+    default: str  # the prior the presets ship
+    source: str  # where the default comes from
+    calibrated_by_file: bool = False  # a `[calibration] file` replaces it (then not drawn)
+
+
+PARAMS: dict[str, Param] = {
+    "critical_entries": Param(
+        "acceptance.critical_entries", 1e-3, 1e6, "loguniform(2, 64)",
+        "assumed, wide: no public figure for DeepSeek-V3.2; the reference engine fits ~5",
+        calibrated_by_file=True),
+    "overlap_agreement": Param(
+        "acceptance.overlap_agreement", 0.0, 1.0, "uniform(0.2, 0.6)",
+        "public: 35-50 % consecutive-step top-2048 overlap at 68K (TensorRT-LLM GVR), widened",
+        calibrated_by_file=True),
+    "overlap_step_exponent": Param(
+        "acceptance.overlap_step_exponent", 0.0, 10.0, "uniform(0.25, 1.0)",
+        "assumed, wide: how agreement decays with the step gap is unmeasured",
+        calibrated_by_file=True),
+    "target_agreement": Param(
+        "acceptance.target_agreement", 0.0, 1.0, "uniform(0.0, 0.2)",
+        "assumed: target_share collapses acceptance in public reports (only target_share uses it)",
+        calibrated_by_file=True),
+    "request_sigma": Param(
+        "acceptance.request_sigma", 0.0, 10.0, "uniform(0.0, 0.8)",
+        "reference-engine fit: 0.34 (logit SD between requests); widened",
+        calibrated_by_file=True),
+    "mem_efficiency": Param(
+        "calibration.mem_efficiency", 1e-3, 1.0, "uniform(0.3, 0.8)",
+        "assumed, wide: the PR's sharing-off row fits 0.39; decode kernels reach 0.5-0.8",
+        calibrated_by_file=True),
+    "compute_efficiency": Param(
+        "calibration.compute_efficiency", 1e-3, 1.0, "uniform(0.3, 0.7)",
+        "assumed, wide (not identifiable from the PR's row)", calibrated_by_file=True),
+    "comm_efficiency": Param(
+        "calibration.comm_efficiency", 1e-3, 1.0, "uniform(0.4, 0.9)",
+        "assumed, wide", calibrated_by_file=True),
+    "overhead_ms": Param(
+        "calibration.overhead_ms", 0.0, 1e4, "loguniform(0.3, 3.0)",
+        "assumed, wide: host and launch time per step with CUDA graphs", calibrated_by_file=True),
+    "eager_overhead_ms": Param(
+        "calibration.eager_overhead_ms", 0.0, 1e4, "loguniform(0.5, 8.0)",
+        "assumed, wide: extra per eager (prefill) step", calibrated_by_file=True),
+    "kernel_floor_us": Param(
+        "hardware.kernel_floor_us", 0.0, 1e4, "uniform(2.0, 6.0)",
+        "public: a few µs per small kernel on Hopper/Blackwell; assumed range",
+        calibrated_by_file=True),
+    "indexer_cost": Param(
+        "scale:draft_decode_indexer", 0.0, 1e4, "loguniform(0.5, 16)",
+        "assumed, wide: the roofline finds ~41 µs per step; the PR's +0.66 % would need ~0.5 ms",
+        calibrated_by_file=True),
+}
+DISTRIBUTIONS = ("uniform", "loguniform", "normal", "fixed")
+_CALL = re.compile(r"^\s*([a-z_]+)\s*(?:\((.*)\))?\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Prior:
+    kind: str
+    a: float = math.nan
+    b: float = math.nan
+
+    def ppf(self, u: float) -> float:
+        """The value at quantile `u` in (0, 1)."""
+        if self.kind == "uniform":
+            return self.a + u * (self.b - self.a)
+        if self.kind == "loguniform":
+            return math.exp(math.log(self.a) + u * (math.log(self.b) - math.log(self.a)))
+        if self.kind == "normal":
+            from scipy.special import ndtri
+
+            return self.a + self.b * float(ndtri(u))
+        raise ValueError(f"prior {self.kind} is not drawn")
+
+    def text(self) -> str:
+        return self.kind if self.kind == "fixed" else f"{self.kind}({self.a:g}, {self.b:g})"
+
+
+def parse_prior(text: str, param: Param | None = None) -> Prior:
+    """`uniform(0.2, 0.6)` -> Prior; ValueError saying what was expected."""
+    m = _CALL.match(text) if isinstance(text, str) else None
+    if m is None or m.group(1) not in DISTRIBUTIONS:
+        raise ValueError(f"a prior {', '.join(d + '(a, b)' for d in DISTRIBUTIONS[:3])} or fixed, "
+                         f"got {text!r}")
+    kind, args = m.group(1), m.group(2)
+    if kind == "fixed":
+        if args not in (None, ""):
+            raise ValueError(f"fixed without arguments (the spec's value is used), got {text!r}")
+        return Prior("fixed")
+    try:
+        nums = [float(x) for x in (args or "").split(",")]
+    except ValueError:
+        nums = []
+    if len(nums) != 2 or not all(math.isfinite(x) for x in nums):
+        raise ValueError(f"{kind}(a, b) with two numbers, got {text!r}")
+    a, b = nums
+    if kind in ("uniform", "loguniform") and not a < b:
+        raise ValueError(f"{kind}(lo, hi) with lo < hi (a positive width), got {text!r}")
+    if kind == "loguniform" and a <= 0:
+        raise ValueError(f"loguniform(lo, hi) with lo > 0, got {text!r}")
+    if kind == "normal" and not b > 0:
+        raise ValueError(f"normal(mean, sd) with sd > 0, got {text!r}")
+    if param is not None and kind != "normal" and (a < param.lo or b > param.hi):
+        raise ValueError(f"a range within [{param.lo:g}, {param.hi:g}] "
+                         f"(the values {param.target} accepts), got {text!r}")
+    return Prior(kind, a, b)
+
+
+def check_priors(value: Mapping[str, str]) -> str | None:
+    """Spec field check of `uncertainty.priors`: known parameters, valid priors."""
+    for name, text in value.items():
+        if name not in PARAMS:
+            return f"known parameters ({', '.join(PARAMS)}); {name!r} is not one"
+        try:
+            parse_prior(text, PARAMS[name])
+        except ValueError as e:
+            return f"valid priors; {name}: {e}"
+    return None
+
+
+def resolved(overrides: Mapping[str, str]) -> dict[str, Prior]:
+    """Every parameter's prior: the spec's, else the shipped default."""
+    return {n: parse_prior(overrides.get(n, p.default), p) for n, p in PARAMS.items()}

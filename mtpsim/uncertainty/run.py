@@ -1,0 +1,225 @@
+"""`--uncertainty N`: draw, run, condition, summarize (the library call behind the flag)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mtpsim.errors import UserError
+from mtpsim.spec import Experiment
+from mtpsim.uncertainty import posterior as post
+from mtpsim.uncertainty import sensitivity as sens
+from mtpsim.uncertainty.domain import Domain, Extrapolation, domain_of, extrapolation
+from mtpsim.uncertainty.draws import Z_NAMES, Draw, plan, run_draws
+from mtpsim.uncertainty.summary import Spread, adjust, delta_values, summarize
+
+PRIOR = "prior"
+ALL_ROWS = "all measured rows"
+
+
+@dataclass(slots=True)
+class UncertaintyRun:
+    experiment: str
+    exp: Experiment
+    draws: list[Draw]
+    raw: list[dict[str, dict[str, float]]]
+    values: list[dict[str, dict[str, float]]]  # with the discrepancy term
+    prior_n: int  # the first prior_n draws are from the priors; the rest from the proposal
+    domain: Domain | None
+    extrapolation: Extrapolation
+    spread: Spread
+    calibrated: bool  # a [calibration] file (bootstrap refits) rather than the roofline
+    replicates: int
+    noise: post.NoiseModel | None = None
+    measured: dict[str, dict[str, Any]] = field(default_factory=dict)
+    weights: dict[str, np.ndarray] = field(default_factory=dict)  # name -> weights over draws
+    notes: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    jobs: int = 1
+
+    @property
+    def policies(self) -> tuple[str, ...]:
+        return self.exp.policies
+
+    @property
+    def prob(self) -> float:
+        return self.exp.uncertainty.interval
+
+    def summary(self, which: str = PRIOR) -> dict[str, dict]:
+        if which == PRIOR:
+            return summarize(self.values[:self.prior_n], self.policies, None, self.prob)
+        return summarize(self.values, self.policies, self.weights[which], self.prob)
+
+    def best(self) -> str:
+        """The most conditioned summary available."""
+        return ALL_ROWS if ALL_ROWS in self.weights else PRIOR
+
+    def decisive(self) -> tuple[str, str]:
+        """(policy, metric) of the delta a user decides on: output throughput of the first
+        policy against the base."""
+        return (self.policies[1] if len(self.policies) > 1 else self.policies[0],
+                "output_throughput")
+
+    def sensitivity(self) -> list[sens.Sensitivity]:
+        policy, metric = self.decisive()
+        vals = self.values[:self.prior_n]
+        if len(self.policies) > 1:
+            y = delta_values(vals, policy, self.policies[0], metric)
+        else:
+            y = np.array([v[policy][metric] for v in vals])
+        draws = self.draws[:self.prior_n]
+        inputs = {n: np.array([d.unit[n] for d in draws]) for n in draws[0].unit}
+        for z in Z_NAMES:
+            col = np.array([d.z[z] for d in draws])
+            if self._z_active(z):
+                inputs[z] = col
+        if self.replicates:
+            inputs["calibration refit"] = np.array([d.replicate for d in draws], float)
+        return sens.table(inputs, y)
+
+    def _z_active(self, z: str) -> bool:
+        s = self.spread
+        return {"z_time": s.time, "z_time_policy": s.time_policy, "z_accept": s.accept,
+                "z_accept_policy": s.accept_policy}[z] > 0
+
+    def recommendation(self) -> tuple[str, float, list[str], str]:
+        group, share, params = sens.measure_next(self.sensitivity())
+        return group, share, params, sens.command_for(group, self.experiment, self.calibrated)
+
+    def to_json(self) -> dict[str, Any]:
+        def summ(s: dict) -> dict:
+            return {kind: {p: {m: iv.to_json() for m, iv in d.items()} for p, d in s[kind].items()}
+                    for kind in ("metrics", "deltas")}
+
+        return {
+            "experiment": self.experiment, "draws_n": len(self.draws), "prior_draws": self.prior_n,
+            "interval": self.prob, "wall_s": self.wall_s, "jobs": self.jobs,
+            "calibrated_range": None if self.domain is None else {
+                "source": self.domain.source, "axes": self.domain.axes,
+                "machine": self.domain.machine},
+            "extrapolation": {"distance": self.extrapolation.distance,
+                              "machine_differs": self.extrapolation.machine_differs,
+                              "notes": list(self.extrapolation.notes)},
+            "discrepancy_sd": {"time": self.spread.time, "time_policy": self.spread.time_policy,
+                               "accept": self.spread.accept,
+                               "accept_policy": self.spread.accept_policy},
+            "noise_model": None if self.noise is None else self.noise.describe(),
+            "summary": {name: summ(self.summary(name)) for name in [PRIOR, *self.weights]},
+            "effective_draws": {name: post.ess(w) for name, w in self.weights.items()},
+            "sensitivity": [{"param": s.param, "rho": s.rho, "share": s.share}
+                            for s in self.sensitivity()],
+            "measure_next": dict(zip(("measurement", "share", "params", "command"),
+                                     self.recommendation(), strict=True)),
+            "notes": self.notes,
+            "draws": [{"index": d.index, "seed": d.seed, "overrides": d.overrides(),
+                       "z": d.z, "replicate": d.replicate, "stage": 1 if i < self.prior_n else 2,
+                       "simulated": self.raw[i], "with_discrepancy": self.values[i],
+                       "weights": {n: float(w[i]) for n, w in self.weights.items()}}
+                      for i, d in enumerate(self.draws)],
+        }
+
+
+def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int = 1,
+              calibration: Any = None, condition: bool = True,
+              progress: Callable[[int, int], None] | None = None) -> UncertaintyRun:
+    """Draw `n` parameter sets, simulate every policy on each, condition on the measured rows
+    (a second stage of `n` draws) where the experiment holds them for its own setup."""
+    from mtpsim.calibration.models import calibration_path
+    from mtpsim.calibration.schema import read_calibration
+    from mtpsim.spec import load_experiment
+
+    if n < 2:
+        raise UserError(None, "--uncertainty", f"expected at least 2 draws, got {n}")
+    t0 = time.perf_counter()
+    exp = load_experiment(experiment, list(overrides))
+    cal = calibration
+    if cal is None and exp.calibration.file:
+        cal = read_calibration(calibration_path(exp))
+    file_exp = load_experiment(experiment) if cal is None and exp.calibration.measured else None
+    dom = domain_of(exp, cal, file_exp)
+    ext = extrapolation(exp, dom)
+    spread = Spread.of(ext, exp.uncertainty, calibrated=dom is not None)
+    reps = len(cal.bootstrap) if cal is not None else 0
+    run = UncertaintyRun(experiment, exp, [], [], [], n, dom, ext, spread, cal is not None, reps,
+                         jobs=jobs)
+    if cal is not None and not reps:
+        run.notes.append(f"{cal.path} holds no bootstrap refits: the intervals carry the "
+                         "discrepancy term and the simulator's sampling only (refit with "
+                         "--save-calibration F --bootstrap 32)")
+    total = (2 * n if condition and _rows(exp) and not ext.flagged and cal is None
+             and not setup_changes(overrides) else n)
+    _run_stage(run, plan(exp, n, replicates=reps), cal, jobs, progress, total)
+    rows = _rows(exp)
+    changed = setup_changes(overrides)
+    if rows and cal is None:
+        if changed:
+            run.notes.append("measured rows not used: --set changed the measured setup ("
+                             + ", ".join(changed) + ")")
+        elif ext.flagged:
+            run.notes.append("measured rows not used: this setup differs from theirs ("
+                             + "; ".join(ext.notes) + ")")
+        elif condition:
+            _condition(run, rows, cal, jobs, progress, total)
+    run.wall_s = time.perf_counter() - t0
+    return run
+
+
+def setup_changes(overrides: Sequence[str]) -> list[str]:
+    """The overrides that change the measured setup (not the models, priors, seed, policies)."""
+    from mtpsim.commands.simulate import setup_overrides
+
+    return [o for o in setup_overrides(list(overrides)) if not o.startswith("uncertainty.")]
+
+
+def _rows(exp: Experiment) -> dict[str, dict[str, Any]]:
+    return {p: dict(r) for p, r in exp.calibration.measured.items() if p in exp.policies}
+
+
+def _run_stage(run: UncertaintyRun, draws: list[Draw], cal: Any, jobs: int,
+               progress: Callable[[int, int], None] | None, total: int) -> None:
+    got: dict[int, dict] = {}
+    for i, res in run_draws(run.exp, draws, cal, jobs):
+        got[i] = res
+        if progress is not None:
+            progress(len(run.draws) + len(got), total)
+    first = run.policies[0]
+    for d in draws:
+        run.draws.append(d)
+        run.raw.append(got[d.index])
+        run.values.append(adjust(got[d.index], d, run.spread, first))
+
+
+def _scores(draws: list[Draw]) -> np.ndarray:
+    from scipy.special import ndtri
+
+    return np.array([[float(ndtri(d.unit[n])) for n in d.unit] + [d.z[z] for z in Z_NAMES]
+                     for d in draws])
+
+
+def _condition(run: UncertaintyRun, rows: dict[str, dict[str, Any]], cal: Any, jobs: int,
+               progress: Callable[[int, int], None] | None, total: int) -> None:
+    n = run.prior_n
+    run.measured = rows
+    run.noise = post.noise_model(rows, run.exp.uncertainty)
+    w1 = post.normalized(post.loglik(run.values, rows, run.noise))
+    proposal = post.fit_proposal(_scores(run.draws), w1)
+    unit = proposal.unit_points(n, run.exp.seed + 1)
+    stage2 = plan(run.exp, n, seed_offset=1, unit=unit)
+    stage2 = [Draw(n + d.index, d.seed, d.values, d.unit, d.z, d.replicate) for d in stage2]
+    _run_stage(run, stage2, cal, jobs, progress, total)
+    z = _scores(run.draws)
+    prior = post.std_normal_logpdf(z)
+    mix = np.logaddexp(np.log(0.5) + prior, np.log(0.5) + proposal.logpdf(z))
+    base = prior - mix
+    run.weights[ALL_ROWS] = post.normalized(base + post.loglik(run.values, rows, run.noise))
+    for p, row in rows.items():
+        run.weights[f"{p} row"] = post.normalized(base + post.loglik(run.values, {p: row},
+                                                                     run.noise))
+    e = post.ess(run.weights[ALL_ROWS])
+    if e < 10:
+        run.notes.append(f"the conditioned intervals rest on {e:.1f} effective draws: "
+                         "raise --uncertainty for steadier figures")

@@ -1,0 +1,137 @@
+"""Rich tables of an uncertainty run: intervals per policy, deltas with P(> 0) and a verdict,
+what conditioning did, the sensitivity table and the measurement to make next."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.table import Table
+
+from mtpsim.uncertainty.draws import METRICS
+from mtpsim.uncertainty.posterior import ess
+from mtpsim.uncertainty.run import ALL_ROWS, PRIOR, UncertaintyRun
+from mtpsim.uncertainty.summary import Interval, verdict
+
+LABELS = {"output_throughput": ("Output throughput (tok/s)", "{:,.1f}"),
+          "median_tpot_ms": ("Median TPOT (ms)", "{:.2f}"),
+          "median_ttft_ms": ("Median TTFT (ms)", "{:,.0f}"),
+          "p90_ttft_ms": ("P90 TTFT (ms)", "{:,.0f}"),
+          "spec_decode_acceptance_length": ("Acceptance length", "{:.3f}")}
+
+
+def _iv(iv: Interval, fmt: str) -> str:
+    return f"{fmt.format(iv.median)} [{fmt.format(iv.lo)}, {fmt.format(iv.hi)}]"
+
+
+def _delta(iv: Interval, metric: str) -> str:
+    if metric == "spec_decode_acceptance_length":
+        return f"{iv.median:+.4f} [{iv.lo:+.4f}, {iv.hi:+.4f}]"
+    return f"{iv.median:+.2f} % [{iv.lo:+.2f}, {iv.hi:+.2f}]"
+
+
+def intervals_table(run: UncertaintyRun, which: str) -> Table:
+    s = run.summary(which)
+    pct = round(100 * run.prob)
+    what = "priors only" if which == PRIOR else f"conditioned on {which}"
+    flag = " · EXTRAPOLATED" if run.extrapolation.flagged else ""
+    t = Table(title=f"{run.experiment}: median [{pct} % interval] over {len(run.draws) if which != PRIOR else run.prior_n} "
+              f"draws ({what}){flag}", title_justify="left", box=box.SIMPLE_HEAD)
+    t.add_column("Metric")
+    for p in run.policies:
+        t.add_column(p, justify="right")
+    base = run.policies[0]
+    for p in run.policies[1:]:
+        t.add_column(f"{p} vs {base}", justify="right")
+        t.add_column("P(Δ>0)", justify="right")
+        t.add_column("verdict")
+    for m in METRICS:
+        label, fmt = LABELS[m]
+        cells = [_iv(s["metrics"][p][m], fmt) for p in run.policies]
+        for p in run.policies[1:]:
+            iv = s["deltas"][p][m]
+            cells += [_delta(iv, m), f"{iv.p_pos:.2f}", verdict(iv, p, base)]
+        t.add_row(label, *cells)
+    return t
+
+
+def measured_table(run: UncertaintyRun) -> Table:
+    """Conditioned predictions beside the measured rows, TTFT included (not conditioned on)."""
+    t = Table(title="Conditioned prediction vs measured (TTFT is not conditioned on: a check)",
+              title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("Policy", "Metric", "Measured", "Prior", "Conditioned", "Measured inside?"):
+        t.add_column(col, justify="left" if col in ("Policy", "Metric") else "right")
+    prior, cond = run.summary(PRIOR), run.summary(ALL_ROWS)
+    for p, row in run.measured.items():
+        for m in METRICS:
+            v = row.get(m)
+            if not isinstance(v, int | float):
+                continue
+            label, fmt = LABELS[m]
+            iv = cond["metrics"][p][m]
+            t.add_row(p, label, fmt.format(v), _iv(prior["metrics"][p][m], fmt), _iv(iv, fmt),
+                      "yes" if iv.lo <= v <= iv.hi else "NO")
+    return t
+
+
+def narrowing_table(run: UncertaintyRun) -> Table:
+    """How much each measurement narrowed the decisive interval (and the others)."""
+    policy, metric = run.decisive()
+    base = run.policies[0]
+    t = Table(title=f"What each measurement did to the {policy} vs {base} intervals "
+              "(width of the interval)", title_justify="left", box=box.SIMPLE_HEAD)
+    t.add_column("Conditioned on")
+    t.add_column("effective draws", justify="right")
+    for m in METRICS:
+        t.add_column(LABELS[m][0].split(" (")[0] + " Δ", justify="right")
+    prior = run.summary(PRIOR)["deltas"][policy]
+    t.add_row("nothing (priors)", str(run.prior_n),
+              *[_width(prior[m], m) for m in METRICS])
+    for name, w in run.weights.items():
+        d = run.summary(name)["deltas"][policy]
+        t.add_row(name, f"{ess(w):.1f}",
+                  *[f"{_width(d[m], m)} ({100 * (_w(d[m]) / max(_w(prior[m]), 1e-12) - 1):+.0f} %)"
+                    for m in METRICS])
+    return t
+
+
+def _w(iv: Interval) -> float:
+    return iv.hi - iv.lo
+
+
+def _width(iv: Interval, metric: str) -> str:
+    return f"{_w(iv):.4f}" if metric == "spec_decode_acceptance_length" else f"{_w(iv):.2f} pts"
+
+
+def sensitivity_table(run: UncertaintyRun, top: int = 8) -> Table:
+    policy, metric = run.decisive()
+    t = Table(title=f"Sensitivity of the {policy} vs {run.policies[0]} {LABELS[metric][0]} delta "
+              f"({run.prior_n} prior draws)", title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("Parameter", "Spearman ρ", "variance share (binned S1)"):
+        t.add_column(col, justify="left" if col == "Parameter" else "right")
+    for s in run.sensitivity()[:top]:
+        t.add_row(s.param, f"{s.rho:+.2f}", f"{s.share:.2f}")
+    return t
+
+
+def lines(run: UncertaintyRun) -> list[str]:
+    out = []
+    dom, ext = run.domain, run.extrapolation
+    if dom is None:
+        out.append("calibrated range: none (no measured rows, no calibration file): the priors "
+                   "alone carry the uncertainty")
+    else:
+        out.append(f"calibrated range: {dom.source}")
+    if ext.flagged:
+        out.append("EXTRAPOLATED: " + "; ".join(ext.notes) + f" -> timing discrepancy SD "
+                   f"{100 * run.spread.time:.1f} %, acceptance {100 * run.spread.accept:.1f} %")
+    elif dom is not None:
+        out.append(f"inside the calibrated range: timing discrepancy SD {100 * run.spread.time:.1f} %")
+    if run.noise is not None:
+        out.append(f"noise model: {run.noise.describe()}")
+    out += [f"note: {n}" for n in run.notes]
+    group, share, params, cmd = run.recommendation()
+    policy, metric = run.decisive()
+    out.append(f"measure next: {group} (pins {', '.join(params[:3])}; {share:.2f} of the "
+               f"{policy} vs {run.policies[0]} throughput delta's variance): {cmd}")
+    out.append(f"{len(run.draws)} draws x {len(run.policies)} policies in {run.wall_s:.1f} s wall "
+               f"on {run.jobs} worker{'s' if run.jobs > 1 else ''}")
+    return out
