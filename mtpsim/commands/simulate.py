@@ -82,6 +82,10 @@ def simulate(
     plot: Annotated[Path | None, typer.Option(
         help="Write PNG plots to DIR: per-position acceptance per policy; with --trace, top-k "
         "overlap vs context per draft step. E.g. --plot runs/plots.")] = None,
+    bootstrap: Annotated[int, typer.Option(
+        min=0, help="With --trace: also fit B bootstrap refits (requests and step blocks "
+        "resampled) into the calibration, for --uncertainty on experiments that use it, "
+        "e.g. --bootstrap 32.")] = 0,
     uncertainty: Annotated[int | None, typer.Option(
         help="Draw N parameter sets from the spec's [uncertainty] priors (quasi-random), run "
         "every policy on each, and print medians, intervals, P(delta > 0), what the measured "
@@ -113,6 +117,8 @@ def simulate(
             [f"seed={seed}"] if seed is not None else [])
         simulate_uncertainty(str(experiment), overrides, uncertainty, jobs, as_json, out)
         return
+    if bootstrap and not trace:
+        raise UserError(None, "--bootstrap", "expected --trace files to refit")
     if save_calibration is not None and not trace:
         raise UserError(None, "--save-calibration", "expected --trace files to fit")
     for folder, flag in ((out, "--out"), (plot, "--plot"),
@@ -123,6 +129,11 @@ def simulate(
         from mtpsim.calibration.report import fit_from_traces, fit_tables
 
         calibration = fit_from_traces(trace)
+        if bootstrap:
+            from mtpsim.trace import read_trace
+            from mtpsim.uncertainty.bootstrap import with_bootstrap
+
+            calibration = with_bootstrap(calibration, [read_trace(p) for p in trace], bootstrap)
         if save_calibration is not None:
             calibration.write(save_calibration)
 

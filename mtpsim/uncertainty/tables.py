@@ -33,8 +33,9 @@ def intervals_table(run: UncertaintyRun, which: str) -> Table:
     pct = round(100 * run.prob)
     what = "priors only" if which == PRIOR else f"conditioned on {which}"
     flag = " · EXTRAPOLATED" if run.extrapolation.flagged else ""
-    t = Table(title=f"{run.experiment}: median [{pct} % interval] over {len(run.draws) if which != PRIOR else run.prior_n} "
-              f"draws ({what}){flag}", title_justify="left", box=box.SIMPLE_HEAD)
+    n = run.prior_n if which == PRIOR else len(run.draws)
+    t = Table(title=f"{run.experiment}: median [{pct} % interval] over {n} draws ({what}){flag}",
+              title_justify="left", box=box.SIMPLE_HEAD)
     t.add_column("Metric")
     for p in run.policies:
         t.add_column(p, justify="right")
