@@ -39,6 +39,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("sweep", "mtpsim.commands.sweep:sweep"),
     ("run-real", "mtpsim.commands.run_real:run_real"),
     ("serve-reference", "mtpsim.commands.serve_reference:serve_reference"),
+    ("advise", "mtpsim.commands.advise:advise"),
 ]
 
 

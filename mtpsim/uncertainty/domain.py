@@ -121,7 +121,8 @@ def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
             shown = f"{a:,.0f}" if a == b else f"{a:,.0f}-{b:,.0f}"
         if d > 1e-9:
             dist += d
-            notes.append(f"{axis} {shown} outside {lo:,.4g}-{hi:,.4g} ({d:.1f})")
+            seen = _num(lo) if lo == hi else f"{_num(lo)}-{_num(hi)}"
+            notes.append(f"{axis} {shown} outside {seen} ({d:.1f})")
     here = exp_machine(exp)
     differs = False
     if dom.machine:
@@ -134,3 +135,7 @@ def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
         differs = True
         notes.append("machine unknown: the calibration file does not record it")
     return Extrapolation(dist, differs, tuple(notes))
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:g}"

@@ -41,6 +41,11 @@ class Draw:
         """The draw as `--set` texts (phase scales have no spec field: shown as scale:PHASE)."""
         return [f"{PARAMS[n].target}={v:.6g}" for n, v in self.values.items()]
 
+    def overrides_for_set(self) -> list[str]:
+        """The spec-field part, exact (repr), for `mtpsim simulate --set ...`."""
+        return [f"{PARAMS[n].target}={v!r}" for n, v in self.values.items()
+                if not PARAMS[n].target.startswith("scale:")]
+
 
 def drawn_priors(exp: Experiment) -> dict[str, Prior]:
     """The parameters this experiment draws: every non-fixed prior, except those a

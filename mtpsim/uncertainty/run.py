@@ -28,7 +28,7 @@ class UncertaintyRun:
     draws: list[Draw]
     raw: list[dict[str, dict[str, float]]]
     values: list[dict[str, dict[str, float]]]  # with the discrepancy term
-    prior_n: int  # the first prior_n draws are from the priors; the rest from the proposal
+    prior_n: int  # draws from the priors
     domain: Domain | None
     extrapolation: Extrapolation
     spread: Spread
@@ -37,6 +37,7 @@ class UncertaintyRun:
     noise: post.NoiseModel | None = None
     measured: dict[str, dict[str, Any]] = field(default_factory=dict)
     weights: dict[str, np.ndarray] = field(default_factory=dict)  # name -> weights over draws
+    conditioned: dict[str, list] = field(default_factory=dict)  # name -> values after the refit
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     jobs: int = 1
@@ -51,8 +52,8 @@ class UncertaintyRun:
 
     def summary(self, which: str = PRIOR) -> dict[str, dict]:
         if which == PRIOR:
-            return summarize(self.values[:self.prior_n], self.policies, None, self.prob)
-        return summarize(self.values, self.policies, self.weights[which], self.prob)
+            return summarize(self.values, self.policies, None, self.prob)
+        return summarize(self.conditioned[which], self.policies, self.weights[which], self.prob)
 
     def best(self) -> str:
         """The most conditioned summary available."""
@@ -116,8 +117,9 @@ class UncertaintyRun:
                                      self.recommendation(), strict=True)),
             "notes": self.notes,
             "draws": [{"index": d.index, "seed": d.seed, "overrides": d.overrides(),
-                       "z": d.z, "replicate": d.replicate, "stage": 1 if i < self.prior_n else 2,
+                       "z": d.z, "replicate": d.replicate,
                        "simulated": self.raw[i], "with_discrepancy": self.values[i],
+                       "conditioned": {n: v[i] for n, v in self.conditioned.items()},
                        "weights": {n: float(w[i]) for n, w in self.weights.items()}}
                       for i, d in enumerate(self.draws)],
         }
@@ -127,7 +129,7 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int = 1,
               calibration: Any = None, condition: bool = True,
               progress: Callable[[int, int], None] | None = None) -> UncertaintyRun:
     """Draw `n` parameter sets, simulate every policy on each, condition on the measured rows
-    (a second stage of `n` draws) where the experiment holds them for its own setup."""
+    where the experiment holds them for its own setup."""
     from mtpsim.calibration.models import calibration_path
     from mtpsim.calibration.schema import read_calibration
     from mtpsim.spec import load_experiment
@@ -150,9 +152,7 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int = 1,
         run.notes.append(f"{cal.path} holds no bootstrap refits: the intervals carry the "
                          "discrepancy term and the simulator's sampling only (refit with "
                          "--save-calibration F --bootstrap 32)")
-    total = (2 * n if condition and _rows(exp) and not ext.flagged and cal is None
-             and not setup_changes(overrides) else n)
-    _run_stage(run, plan(exp, n, replicates=reps), cal, jobs, progress, total)
+    _run_stage(run, plan(exp, n, replicates=reps), cal, jobs, progress, n)
     rows = _rows(exp)
     changed = setup_changes(overrides)
     if rows and cal is None:
@@ -163,7 +163,7 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int = 1,
             run.notes.append("measured rows not used: this setup differs from theirs ("
                              + "; ".join(ext.notes) + ")")
         elif condition:
-            _condition(run, rows, cal, jobs, progress, total)
+            _condition(run, rows)
     run.wall_s = time.perf_counter() - t0
     return run
 
@@ -193,33 +193,19 @@ def _run_stage(run: UncertaintyRun, draws: list[Draw], cal: Any, jobs: int,
         run.values.append(adjust(got[d.index], d, run.spread, first))
 
 
-def _scores(draws: list[Draw]) -> np.ndarray:
-    from scipy.special import ndtri
-
-    return np.array([[float(ndtri(d.unit[n])) for n in d.unit] + [d.z[z] for z in Z_NAMES]
-                     for d in draws])
-
-
-def _condition(run: UncertaintyRun, rows: dict[str, dict[str, Any]], cal: Any, jobs: int,
-               progress: Callable[[int, int], None] | None, total: int) -> None:
-    n = run.prior_n
+def _condition(run: UncertaintyRun, rows: dict[str, dict[str, Any]]) -> None:
     run.measured = rows
     run.noise = post.noise_model(rows, run.exp.uncertainty)
-    w1 = post.normalized(post.loglik(run.values, rows, run.noise))
-    proposal = post.fit_proposal(_scores(run.draws), w1)
-    unit = proposal.unit_points(n, run.exp.seed + 1)
-    stage2 = plan(run.exp, n, seed_offset=1, unit=unit)
-    stage2 = [Draw(n + d.index, d.seed, d.values, d.unit, d.z, d.replicate) for d in stage2]
-    _run_stage(run, stage2, cal, jobs, progress, total)
-    z = _scores(run.draws)
-    prior = post.std_normal_logpdf(z)
-    mix = np.logaddexp(np.log(0.5) + prior, np.log(0.5) + proposal.logpdf(z))
-    base = prior - mix
-    run.weights[ALL_ROWS] = post.normalized(base + post.loglik(run.values, rows, run.noise))
-    for p, row in rows.items():
-        run.weights[f"{p} row"] = post.normalized(base + post.loglik(run.values, {p: row},
-                                                                     run.noise))
-    e = post.ess(run.weights[ALL_ROWS])
-    if e < 10:
+    fit_policy = run.exp.calibration.fit_policy
+    sets = {ALL_ROWS: rows, **{f"{p} row": {p: r} for p, r in rows.items()}}
+    z = [d.z["z_time"] for d in run.draws]
+    for name, subset in sets.items():
+        level = fit_policy if fit_policy in subset else next(iter(subset))
+        if not isinstance(subset[level].get("output_throughput"), int | float):
+            continue
+        values = post.refit_level(run.values, z, level, subset[level], run.noise)
+        run.conditioned[name] = values
+        run.weights[name] = post.normalized(post.loglik(values, subset, run.noise, level))
+    if ALL_ROWS in run.weights and (e := post.ess(run.weights[ALL_ROWS])) < 10:
         run.notes.append(f"the conditioned intervals rest on {e:.1f} effective draws: "
                          "raise --uncertainty for steadier figures")

@@ -1,0 +1,167 @@
+"""`mtpsim advise`: which k and policy to deploy, with intervals, from a deployment file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def advise(
+    deployment: Annotated[Path, typer.Argument(
+        help="Deployment TOML: [deployment] model, gpu, tp; [workload] context_lengths, "
+        "context_weights, concurrency, output_len, temperature; [advise] k, policies, draws. "
+        "E.g. experiments/advise-deepseek-v3.2-b200.toml.")],
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", "-j", min=1, help="Worker processes (default: the usable cores).")] = None,
+    draws: Annotated[int | None, typer.Option(
+        help="Parameter draws (default: the file's [advise] draws, else 12), e.g. --draws 32.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    plot: Annotated[Path | None, typer.Option(
+        help="Write DIR/advise-gain.png: share vs fresh throughput gain against context, "
+        "median and interval band per k. E.g. --plot runs/advise.")] = None,
+) -> None:
+    """Recommend (k, policy) for a deployment: expected output throughput and median TPOT per
+    k and policy with intervals, the gain over the best [cyan]fresh[/cyan] setting with
+    P(gain > 0), and "cannot tell" plus the measurement that would decide where no choice is
+    robust.
+
+    Every (k, context, concurrency) cell runs each policy on the same draws of the spec's
+    [uncertainty] priors. Example: [cyan]mtpsim advise experiments/advise-deepseek-v3.2-b200.toml[/cyan]
+    """
+    import dataclasses
+
+    from mtpsim.errors import UserError
+    from mtpsim.fileio import output_dir
+    from mtpsim.sweep import default_jobs
+    from mtpsim.uncertainty.advise import advise as run_advise
+    from mtpsim.uncertainty.advise import load_deployment
+
+    dep = load_deployment(deployment)
+    if draws is not None:
+        if draws < 2:
+            raise UserError(None, "--draws", f"expected at least 2, got {draws}")
+        dep = dataclasses.replace(dep, draws=draws)
+    if plot is not None:
+        output_dir(plot, "--plot")
+    jobs = jobs or default_jobs()
+    if not as_json and err_console.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        with Progress(TextColumn("advise"), BarColumn(), MofNCompleteColumn(), console=err_console,
+                      transient=True) as bar:
+            task = bar.add_task("cells", total=None)
+            adv = run_advise(dep, jobs, progress=lambda d, t: bar.update(task, completed=d, total=t))
+    else:
+        adv = run_advise(dep, jobs)
+    prob = 0.9
+    rows = adv.rows(prob)
+    k, p, iv, robust = adv.recommendation(prob)
+    verdict = _verdict(adv, prob)
+    if as_json:
+        typer.echo(json.dumps({
+            "deployment": str(deployment), "draws": dep.draws, "wall_s": adv.wall_s,
+            "best_fresh_k": adv.best_fresh(),
+            "recommendation": {"k": k, "policy": p, "gain_pct": iv.to_json(), "robust": robust},
+            "verdict": verdict, "skipped": adv.skipped,
+            "rows": [{kk: (v.to_json() if hasattr(v, "to_json") else v) for kk, v in r.items()}
+                     for r in rows],
+            "extrapolation": {f"k={c[0]} ctx={c[1]} conc={c[2]}": list(n)
+                              for c, n in adv.notes.items() if n}}, indent=2))
+        return
+    console.print(_table(adv, rows, prob))
+    for line in verdict:
+        console.print(line, highlight=False, soft_wrap=True)
+    if plot is not None:
+        from mtpsim.uncertainty.plot import gain_plot
+
+        console.print(f"plot: {gain_plot(adv, prob, plot / 'advise-gain.png')}", highlight=False)
+
+
+def _table(adv, rows, prob) -> Table:
+    d = adv.dep
+    t = Table(title=f"{d.description or d.source}: mix of contexts {list(d.contexts)} "
+              f"(weights {list(d.weights)}), concurrency {list(d.concurrency)}; median "
+              f"[{round(100 * prob)} % interval] over {d.draws} draws", title_justify="left",
+              box=box.SIMPLE_HEAD)
+    for col in ("k", "policy", "output tok/s", "median TPOT ms", "gain vs best fresh",
+                "P(gain>0)", "share vs fresh, same k", "P(>0)", "verdict"):
+        t.add_column(col, justify="left" if col in ("policy", "verdict") else "right")
+    for r in rows:
+        thr, tpot, g = r["output_throughput"], r["median_tpot_ms"], r["gain_pct"]
+        same = r.get("vs_fresh_same_k")
+        t.add_row(str(r["k"]), r["policy"], f"{thr.median:,.0f} [{thr.lo:,.0f}, {thr.hi:,.0f}]",
+                  f"{tpot.median:.2f} [{tpot.lo:.2f}, {tpot.hi:.2f}]",
+                  *((f"{g.median:+.2f} % [{g.lo:+.2f}, {g.hi:+.2f}]", f"{g.p_pos:.2f}")
+                    if (r["k"], r["policy"]) != (adv.best_fresh(), "fresh") else ("baseline", "")),
+                  "" if same is None else f"{same.median:+.2f} % [{same.lo:+.2f}, {same.hi:+.2f}]",
+                  "" if same is None else f"{same.p_pos:.2f}",
+                  "" if same is None else ("cannot tell" if same.spans_zero
+                                           else ("share wins" if same.lo > 0 else "fresh wins")))
+    return t
+
+
+def _verdict(adv, prob) -> list[str]:
+    import numpy as np
+
+    from mtpsim.uncertainty import sensitivity as sens
+    from mtpsim.uncertainty.summary import interval
+
+    k, p, iv, robust = adv.recommendation(prob)
+    best = adv.best_fresh()
+    out = []
+    if robust:
+        what = ("the best fresh setting" if (k, p) == (best, "fresh") else
+                f"{iv.median:+.2f} % [{iv.lo:+.2f}, {iv.hi:+.2f}] output throughput over fresh k={best}, "
+                f"P(gain > 0) = {iv.p_pos:.2f}")
+        out.append(f"recommended: k={k}, {p} ({what})")
+    else:
+        out.append(f"cannot tell: the best median is k={k}, {p} at {iv.median:+.2f} % over fresh "
+                   f"k={best}, but its {round(100 * prob)} % interval [{iv.lo:+.2f}, {iv.hi:+.2f}] "
+                   f"spans 0 (P(gain > 0) = {iv.p_pos:.2f}); the robust choice is fresh k={best}")
+    for kk in adv.ks():
+        if "share" not in adv.dep.policies:
+            break
+        same = interval(adv.share_vs_fresh(kk), None, prob, delta=True)
+        if same.spans_zero and kk == k:
+            y = adv.share_vs_fresh(kk)
+            draws = adv.draws
+            inputs = {n: np.array([d.unit[n] for d in draws]) for n in draws[0].unit}
+            group, share, params = sens.measure_next(sens.table(inputs, y))
+            ctx = max(adv.dep.contexts, key=lambda c: float(np.ptp(adv.share_vs_fresh(kk, c))))
+            out.append(f"share vs fresh at k={kk}: cannot tell ({same.median:+.2f} % "
+                       f"[{same.lo:+.2f}, {same.hi:+.2f}], P(>0) = {same.p_pos:.2f}); what decides "
+                       f"it: {group} (pins {', '.join(params[:3])}), widest at context {ctx}: "
+                       f"{sens.command_for(group, _cell_command(adv.dep, kk, ctx), False)}")
+    if adv.skipped:
+        out.append(f"skipped (do not fit in GPU memory): {'; '.join(adv.skipped)}")
+    far = sorted({n for notes in adv.notes.values() for n in notes})
+    if far:
+        out.append("EXTRAPOLATED beyond the PR's measured setup (k = 3, ~10K context, B200 TP4 "
+                   "NVFP4): " + "; ".join(far[:6]) + ("; ..." if len(far) > 6 else ""))
+    out.append(f"{len(adv.cells)} cells x {len(adv.dep.policies)} policies x {adv.dep.draws} draws "
+               f"in {adv.wall_s:.1f} s wall")
+    return out
+
+
+def _cell_command(dep, k: int, ctx: int) -> str:
+    """The PR's experiment set to one cell of the deployment (for the measurement command)."""
+    conc = max(dep.concurrency)
+    sets = [f"speculative.num_speculative_tokens={k}", f"workload.input_len={ctx}",
+            f"workload.max_input_len={ctx}", f"workload.output_len={dep.output_len}",
+            f"workload.max_concurrency={conc}", f"workload.num_prompts={max(8, 2 * conc)}",
+            f"engine.tp={dep.tp}", f"model.quantization={json_str(dep.quantization)}",
+            f"hardware.preset={json_str(dep.gpu)}", f"model.preset={json_str(dep.model)}"]
+    return "experiments/pr47352.toml " + " ".join(f"--set {s}" for s in sets)
+
+
+def json_str(s: str) -> str:
+    return "'" + json.dumps(s) + "'"

@@ -1,0 +1,308 @@
+"""`mtpsim advise DEPLOYMENT.toml`: which k and which policy to run, with how sure we are.
+
+A deployment file names the model, GPU, TP and a workload mix (context lengths with weights, a
+concurrency range, temperature). Every cell (k, context, concurrency) is simulated for each
+policy vLLM can run on the same quasi-random draws of the priors (common random numbers across
+cells and policies, so gains are paired). Per draw, a (k, policy)'s figure is the mix's mean:
+context weights times the mean over the concurrencies. Gains are against the best `fresh`
+setting (highest median throughput). The acceptance table is the PR's sharing-off rates
+(k = 3, ~10K context, temperature 1.0, B200 TP4 NVFP4): a cell elsewhere is an extrapolation,
+and its discrepancy term widens with the distance, as for `--uncertainty`.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mtpsim.errors import SpecError
+from mtpsim.spec import Experiment, available_presets, experiment_from_dict
+from mtpsim.uncertainty.domain import Domain, extrapolation
+from mtpsim.uncertainty.draws import Draw, plan, run_draw
+from mtpsim.uncertainty.summary import Interval, Spread, adjust, interval
+
+VLLM_POLICIES = ("fresh", "share")  # what vLLM 0.33.0 can run (index_share_for_mtp_iteration)
+# the measured sharing-off rates the acceptance model starts from (experiments/pr47352.toml)
+PR_RATES = (0.8745, 0.6010, 0.3534)
+PR_DOMAIN = Domain("the PR's measured rows (experiments/pr47352.toml)",
+                   {"k": (3, 3), "context": (10240, 12288), "batch": (1, 32),
+                    "temperature": (1.0, 1.0)},
+                   {"gpu": "B200", "tp": 4, "quantization": "nvfp4"})
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    source: str
+    description: str
+    model: str
+    gpu: str
+    tp: int
+    quantization: str
+    max_num_seqs: int
+    contexts: tuple[int, ...]
+    weights: tuple[float, ...]
+    concurrency: tuple[int, ...]
+    output_len: int
+    temperature: float
+    ks: tuple[int, ...]
+    policies: tuple[str, ...]
+    draws: int
+    seed: int
+    uncertainty: dict[str, Any] = field(default_factory=dict)
+
+
+def _get(table: Mapping, key: str, where: str, src: str, kind: type | tuple, default: Any = None,
+         required: bool = False, check: Callable[[Any], bool] | None = None,
+         expected: str = "") -> Any:
+    if key not in table:
+        if required:
+            raise SpecError(src, f"{where}.{key}", f"missing; expected {expected}")
+        return default
+    v = table[key]
+    ok = isinstance(v, kind) and not (isinstance(v, bool) and kind is not bool)
+    if isinstance(v, list):
+        ok = ok and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v) and bool(v)
+    if not ok or (check is not None and not check(v)):
+        raise SpecError(src, f"{where}.{key}", f"expected {expected}, got {v!r}")
+    return v
+
+
+def load_deployment(path: str | Path) -> Deployment:
+    """Read and check a deployment file; each problem is one line naming file and field."""
+    path = Path(path)
+    src = str(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(src, None, "deployment file not found") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, IsADirectoryError) as e:
+        raise SpecError(src, None, f"expected a TOML deployment file ({e})") from None
+    for key in raw:
+        if key not in ("description", "seed", "deployment", "workload", "advise", "uncertainty"):
+            raise SpecError(src, key, "unknown section; expected deployment, workload, advise, "
+                            "uncertainty, description or seed")
+    dep = raw.get("deployment")
+    if not isinstance(dep, dict):
+        raise SpecError(src, "deployment", "missing; expected a [deployment] table with model, "
+                        "gpu and tp")
+    models, gpus = available_presets("models"), available_presets("gpus")
+    model = _get(dep, "model", "deployment", src, str, required=True,
+                 check=lambda v: v in models, expected=f"a model preset ({', '.join(models)})")
+    gpu = _get(dep, "gpu", "deployment", src, str, "b200", check=lambda v: v in gpus,
+               expected=f"a GPU preset ({', '.join(gpus)})")
+    tp = _get(dep, "tp", "deployment", src, int, 8, check=lambda v: v >= 1,
+              expected="an integer >= 1")
+    quant = _get(dep, "quantization", "deployment", src, str, "fp8",
+                 check=lambda v: v in ("bf16", "fp8", "nvfp4"), expected="bf16, fp8 or nvfp4")
+    seqs = _get(dep, "max_num_seqs", "deployment", src, int, 64, check=lambda v: v >= 1,
+                expected="an integer >= 1")
+    w = raw.get("workload", {})
+    if not isinstance(w, dict):
+        raise SpecError(src, "workload", "expected a table")
+    contexts = _get(w, "context_lengths", "workload", src, list, [8192],
+                    check=lambda v: all(isinstance(x, int) and x >= 1 for x in v),
+                    expected="a non-empty list of prompt lengths (integers >= 1)")
+    weights = _get(w, "context_weights", "workload", src, list, [1.0] * len(contexts),
+                   check=lambda v: len(v) == len(contexts) and all(x >= 0 for x in v) and sum(v) > 0,
+                   expected=f"{len(contexts)} non-negative weights, one per context length")
+    conc = _get(w, "concurrency", "workload", src, list, [32],
+                check=lambda v: all(isinstance(x, int) and x >= 1 for x in v),
+                expected="a non-empty list of concurrencies (integers >= 1)")
+    out_len = _get(w, "output_len", "workload", src, int, 512, check=lambda v: v >= 1,
+                   expected="an integer >= 1")
+    temp = float(_get(w, "temperature", "workload", src, int | float, 1.0,
+                      check=lambda v: v >= 0, expected="a number >= 0"))
+    a = raw.get("advise", {})
+    if not isinstance(a, dict):
+        raise SpecError(src, "advise", "expected a table")
+    ks = _get(a, "k", "advise", src, list, [1, 2, 3, 4, 5],
+              check=lambda v: all(isinstance(x, int) and 1 <= x <= 8 for x in v),
+              expected="a non-empty list of k in 1..8")
+    pols = a.get("policies", list(VLLM_POLICIES))
+    if (not isinstance(pols, list) or not pols or pols[0] != "fresh"
+            or any(p not in VLLM_POLICIES for p in pols)):
+        raise SpecError(src, "advise.policies", "expected a list starting with \"fresh\" of "
+                        f"policies vLLM runs ({', '.join(VLLM_POLICIES)}), got {pols!r}")
+    draws = _get(a, "draws", "advise", src, int, 12, check=lambda v: v >= 2,
+                 expected="an integer >= 2")
+    seed = _get(raw, "seed", "", src, int, 0, check=lambda v: v >= 0, expected="an integer >= 0")
+    unc = raw.get("uncertainty", {})
+    if not isinstance(unc, dict):
+        raise SpecError(src, "uncertainty", "expected a table")
+    return Deployment(src, str(raw.get("description", "")), model, gpu, tp, quant, seqs,
+                      tuple(contexts), tuple(float(x) for x in weights), tuple(conc), out_len,
+                      temp, tuple(sorted(set(ks))), tuple(pols), draws, seed, unc)
+
+
+def _rates(k: int) -> list[float]:
+    """The PR's marginal rates for k positions; beyond 3 the last conditional rate repeats."""
+    from mtpsim.metrics import conditional_to_marginal, marginal_to_conditional
+
+    cond = marginal_to_conditional(list(PR_RATES))
+    cond = (cond + [cond[-1]] * k)[:max(k, len(cond))]
+    return conditional_to_marginal(cond)
+
+
+def cell_experiment(dep: Deployment, k: int, ctx: int, conc: int) -> Experiment:
+    raw = {"description": f"{dep.model} k={k} context {ctx} concurrency {conc}", "seed": dep.seed,
+           "policies": list(dep.policies),
+           "model": {"preset": dep.model, "quantization": dep.quantization},
+           "hardware": {"preset": dep.gpu},
+           "engine": {"tp": dep.tp, "max_num_seqs": dep.max_num_seqs},
+           "speculative": {"num_speculative_tokens": k},
+           "workload": {"num_prompts": max(8, 2 * conc), "input_len": ctx,
+                        "output_len": dep.output_len, "max_concurrency": conc,
+                        "temperature": dep.temperature},
+           "acceptance": {"per_position": _rates(k)},
+           "uncertainty": dep.uncertainty}
+    return experiment_from_dict(raw, source=dep.source)
+
+
+@dataclass(slots=True)
+class Advice:
+    dep: Deployment
+    cells: list[tuple[int, int, int]]  # (k, context, concurrency) simulated
+    skipped: list[str]  # cells that do not fit, with why
+    values: dict[tuple[int, int, int], list[dict[str, dict[str, float]]]]  # per draw, adjusted
+    notes: dict[tuple[int, int, int], tuple[str, ...]]  # extrapolation notes per cell
+    draws: list[Draw]
+    wall_s: float = 0.0
+
+    def mix(self, k: int, policy: str, metric: str) -> np.ndarray:
+        """Per draw: the workload mix's figure for (k, policy)."""
+        out = np.zeros(len(self.draws))
+        total = 0.0
+        for ctx, w in zip(self.dep.contexts, self.dep.weights, strict=True):
+            cells = [(k, ctx, c) for c in self.dep.concurrency if (k, ctx, c) in self.values]
+            if not cells or w == 0:
+                continue
+            per = np.mean([[v[policy][metric] for v in self.values[c]] for c in cells], axis=0)
+            out += w * per
+            total += w
+        return out / total if total else out * math.nan
+
+    def ks(self) -> list[int]:
+        return [k for k in self.dep.ks if all((k, x, c) in self.values for x in self.dep.contexts
+                                              for c in self.dep.concurrency)]
+
+    def best_fresh(self) -> int:
+        return max(self.ks(), key=lambda k: float(np.median(self.mix(k, "fresh", "output_throughput"))))
+
+    def gain(self, k: int, policy: str) -> np.ndarray:
+        """Per draw, % output throughput over the best fresh setting."""
+        base = self.mix(self.best_fresh(), "fresh", "output_throughput")
+        return 100 * (self.mix(k, policy, "output_throughput") / base - 1)
+
+    def share_vs_fresh(self, k: int, ctx: int | None = None) -> np.ndarray:
+        """Per draw, % output throughput of share over fresh at the same k (one context, or the mix)."""
+        if ctx is None:
+            return 100 * (self.mix(k, "share", "output_throughput")
+                          / self.mix(k, "fresh", "output_throughput") - 1)
+        cells = [(k, ctx, c) for c in self.dep.concurrency if (k, ctx, c) in self.values]
+        f = np.mean([[v["fresh"]["output_throughput"] for v in self.values[c]] for c in cells], axis=0)
+        s = np.mean([[v["share"]["output_throughput"] for v in self.values[c]] for c in cells], axis=0)
+        return 100 * (s / f - 1)
+
+    def rows(self, prob: float) -> list[dict[str, Any]]:
+        out = []
+        for k in self.ks():
+            for p in self.dep.policies:
+                row = {"k": k, "policy": p,
+                       "output_throughput": interval(self.mix(k, p, "output_throughput"), None, prob),
+                       "median_tpot_ms": interval(self.mix(k, p, "median_tpot_ms"), None, prob),
+                       "gain_pct": interval(self.gain(k, p), None, prob, delta=True)}
+                if p != "fresh":
+                    row["vs_fresh_same_k"] = interval(self.share_vs_fresh(k), None, prob, delta=True)
+                out.append(row)
+        return out
+
+    def recommendation(self, prob: float) -> tuple[int, str, Interval, bool]:
+        """(k, policy, gain interval, robust): the best median gain; robust when its interval
+        excludes 0 or it is the best fresh setting itself."""
+        best_k = self.best_fresh()
+        cands = [(k, p) for k in self.ks() for p in self.dep.policies]
+        gains = {c: interval(self.gain(*c), None, prob, delta=True) for c in cands}
+        k, p = max(cands, key=lambda c: gains[c].median)
+        iv = gains[(k, p)]
+        robust = (k, p) == (best_k, "fresh") or iv.lo > 0
+        return k, p, iv, robust
+
+
+def advise(dep: Deployment, jobs: int = 1,
+           progress: Callable[[int, int], None] | None = None) -> Advice:
+    import time
+
+    from mtpsim.sim.cost import check_fits
+
+    t0 = time.perf_counter()
+    cells, skipped, exps = [], [], {}
+    for k in dep.ks:
+        for ctx in dep.contexts:
+            for c in dep.concurrency:
+                exp = cell_experiment(dep, k, ctx, c)
+                try:
+                    check_fits(exp)
+                except SpecError as e:
+                    skipped.append(f"k={k} context {ctx} concurrency {c}: {e.expected}")
+                    continue
+                cells.append((k, ctx, c))
+                exps[(k, ctx, c)] = exp
+    if not cells:
+        raise SpecError(dep.source, "workload", "expected at least one (context, concurrency) "
+                        "that fits in GPU memory; none does: " + "; ".join(skipped[:2]))
+    first = exps[cells[0]]
+    draws = plan(first, dep.draws)
+    tasks = [(cell, d) for cell in cells for d in draws]
+    raw: dict[tuple, dict[int, dict]] = {cell: {} for cell in cells}
+    for n_done, (cell, idx, res) in enumerate(_run(exps, tasks, jobs), 1):
+        raw[cell][idx] = res
+        if progress is not None:
+            progress(n_done, len(tasks))
+    values, notes = {}, {}
+    for cell in cells:
+        ext = extrapolation(exps[cell], PR_DOMAIN)
+        spread = Spread.of(ext, exps[cell].uncertainty, calibrated=True)
+        values[cell] = [adjust(raw[cell][d.index], d, spread, "fresh") for d in draws]
+        notes[cell] = ext.notes
+    return Advice(dep, cells, skipped, values, notes, draws, time.perf_counter() - t0)
+
+
+_EXPS: dict = {}
+
+
+def _init(exps: dict) -> None:
+    from mtpsim.sweep import _worker_init
+
+    _worker_init()
+    _EXPS.update(exps)
+
+
+def _one(task: tuple) -> tuple:
+    cell, d = task
+    return cell, d.index, run_draw(_EXPS[cell], d)
+
+
+def _run(exps: dict, tasks: list, jobs: int):
+    if jobs <= 1:
+        for cell, d in tasks:
+            yield cell, d.index, run_draw(exps[cell], d)
+        return
+    import multiprocessing
+    import os
+
+    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    pool = ctx.Pool(jobs, initializer=_init, initargs=(exps,))
+    try:
+        yield from pool.imap_unordered(_one, tasks, chunksize=max(1, len(tasks) // (jobs * 8)))
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+
+

@@ -1,0 +1,61 @@
+"""Impossible priors, a bad draw count and a deployment file without a model end with one line
+naming the file and field, exit code 2, before anything is simulated."""
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mtpsim.cli import app
+
+PR = str(Path(__file__).resolve().parents[1] / "experiments" / "pr47352.toml")
+
+
+def _fails(args: list[str]) -> str:
+    res = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+    assert res.exit_code == 2, res.output
+    err = res.stderr if hasattr(res, "stderr") else res.output
+    assert err.strip().count("\n") == 0 and "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize(("prior", "says"), [
+    ("uniform(5, 2)", "lo < hi"),
+    ("loguniform(0, 2)", "lo > 0"),
+    ("normal(1, -0.5)", "sd > 0"),
+    ("gamma(1, 2)", "uniform(a, b)"),
+    ("uniform(0.5, 2)", "within [0.001, 1]"),  # mem_efficiency cannot exceed 1
+])
+def test_an_impossible_prior_names_the_field(prior, says):
+    name = "mem_efficiency" if "0.5, 2" in prior else "critical_entries"
+    err = _fails(["simulate", PR, "--uncertainty", "4",
+                  "--set", f'uncertainty.priors.{name}="{prior}"'])
+    assert "--set: uncertainty.priors" in err and says in err
+
+
+def test_a_prior_for_a_parameter_that_does_not_exist_is_refused(tmp_path):
+    exp = tmp_path / "exp.toml"
+    exp.write_text('[uncertainty.priors]\nkappa = "uniform(1, 2)"\n')
+    err = _fails(["simulate", str(exp), "--uncertainty", "4"])
+    assert f"{exp}: uncertainty.priors" in err and "'kappa' is not one" in err
+
+
+@pytest.mark.parametrize("n", ["0", "1"])
+def test_fewer_than_two_draws_is_refused(n):
+    err = _fails(["simulate", PR, "--uncertainty", n])
+    assert "--uncertainty" in err and "2" in err
+
+
+def test_a_deployment_without_a_model_is_refused(tmp_path):
+    dep = tmp_path / "dep.toml"
+    dep.write_text("[deployment]\ngpu = \"b200\"\ntp = 4\n")
+    err = _fails(["advise", str(dep)])
+    assert f"{dep}: deployment.model: missing" in err
+
+
+def test_a_deployment_with_mismatched_weights_is_refused(tmp_path):
+    dep = tmp_path / "dep.toml"
+    dep.write_text('[deployment]\nmodel = "deepseek-v3.2"\n[workload]\n'
+                   "context_lengths = [1024, 2048]\ncontext_weights = [1.0]\n")
+    err = _fails(["advise", str(dep)])
+    assert "workload.context_weights" in err and "2 non-negative weights" in err
