@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-
 from _synthetic_traces import KAPPA, make_trace
+
 from mtpsim.calibration.fit import fit_traces
 from mtpsim.calibration.schema import read_calibration
 from mtpsim.uncertainty.bootstrap import with_bootstrap
@@ -76,6 +76,7 @@ def test_longer_context_and_larger_k_widen_the_intervals(calibrated):
     notes = " ".join(far.extrapolation.notes)
     assert "k 5 outside 3" in notes and "context" in notes
     assert far.spread.time > inside.spread.time and far.spread.accept > inside.spread.accept
+    assert far.spread.effect > inside.spread.effect == 0
     assert _width(far) > 1.5 * _width(inside)
 
 

@@ -240,5 +240,8 @@ class UncertaintySpec:
                                       _nonneg)
     acceptance_extrapolation_pct: float = option(
         1.5, "added SD of acceptance length - 1 per unit of distance, %", _nonneg)
+    effect_extrapolation_pct: float = option(
+        25.0, "added log-SD of a policy's effect against the first policy per unit of "
+        "distance, %", _nonneg)
     machine_pct: float = option(40.0, "timing SD when the machine differs from the "
                                 "calibration's (CPU model, GPU, threads, TP), %", _nonneg)

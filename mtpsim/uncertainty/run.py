@@ -84,8 +84,8 @@ class UncertaintyRun:
 
     def _z_active(self, z: str) -> bool:
         s = self.spread
-        return {"z_time": s.time, "z_time_policy": s.time_policy, "z_accept": s.accept,
-                "z_accept_policy": s.accept_policy}[z] > 0
+        return {"z_time": s.time, "z_time_policy": s.effect, "z_accept": s.accept,
+                "z_accept_policy": s.effect}[z] > 0
 
     def recommendation(self) -> tuple[str, float, list[str], str]:
         group, share, params = sens.measure_next(self.sensitivity())
@@ -105,9 +105,8 @@ class UncertaintyRun:
             "extrapolation": {"distance": self.extrapolation.distance,
                               "machine_differs": self.extrapolation.machine_differs,
                               "notes": list(self.extrapolation.notes)},
-            "discrepancy_sd": {"time": self.spread.time, "time_policy": self.spread.time_policy,
-                               "accept": self.spread.accept,
-                               "accept_policy": self.spread.accept_policy},
+            "discrepancy_sd": {"time": self.spread.time, "accept": self.spread.accept,
+                               "effect": self.spread.effect},
             "noise_model": None if self.noise is None else self.noise.describe(),
             "summary": {name: summ(self.summary(name)) for name in [PRIOR, *self.weights]},
             "effective_draws": {name: post.ess(w) for name, w in self.weights.items()},

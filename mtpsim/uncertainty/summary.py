@@ -17,45 +17,48 @@ ACCEPT_DISCREPANCY_PCT = 1.0  # model discrepancy of acceptance length - 1 insid
 
 @dataclass(frozen=True, slots=True)
 class Spread:
-    """Model-discrepancy SDs (log scale) applied to every draw's simulated figures."""
+    """Model-discrepancy SDs (log scale) applied to every draw's simulated figures: a level for
+    timings and one for acceptance length - 1 (shared by all policies), and one for the size of
+    each policy's effect against the first (its ratio, or its acceptance-length difference)."""
 
     time: float
-    time_policy: float
     accept: float
-    accept_policy: float
+    effect: float
 
     @classmethod
     def of(cls, ext: Extrapolation, u, calibrated: bool) -> Spread:
         """`u`: the spec's UncertaintySpec. Nothing calibrated: no discrepancy term (the
         priors alone carry the uncertainty)."""
         if not calibrated:
-            return cls(0.0, 0.0, 0.0, 0.0)
+            return cls(0.0, 0.0, 0.0)
         d = ext.distance
         machine = u.machine_pct if ext.machine_differs else 0.0
         time = math.sqrt(u.discrepancy_pct ** 2 + (u.extrapolation_pct * d) ** 2 + machine ** 2)
         acc = math.hypot(ACCEPT_DISCREPANCY_PCT, u.acceptance_extrapolation_pct * d)
-        return cls(time / 100, u.extrapolation_pct * d / 400,
-                   acc / 100, u.acceptance_extrapolation_pct * d / 200)
+        return cls(time / 100, acc / 100, u.effect_extrapolation_pct * d / 100)
 
 
 def adjust(raw: dict[str, dict[str, float]], draw: Draw, spread: Spread,
            first: str) -> dict[str, dict[str, float]]:
-    """Apply the draw's discrepancy scores: timings scale together (one factor for every
-    policy, plus a smaller one for each policy against the first); acceptance length - 1 too."""
+    """Apply the draw's discrepancy scores. Timings of every policy scale by one factor and
+    acceptance length - 1 by another; a policy's effect against `first` (the ratio of its
+    figure to first's, or the acceptance-length difference) is raised to / scaled by a third,
+    so policies the simulator finds identical stay identical."""
+    f = math.exp(spread.time * draw.z["z_time"])
+    g = math.exp(spread.accept * draw.z["z_accept"])
+    e_t = math.exp(spread.effect * draw.z["z_time_policy"])
+    e_a = math.exp(spread.effect * draw.z["z_accept_policy"])
+    base = raw[first]
     out = {}
     for policy, m in raw.items():
-        own = 0.0 if policy == first else 1.0
-        f = math.exp(spread.time * draw.z["z_time"] + own * spread.time_policy
-                     * draw.z["z_time_policy"])
-        g = math.exp(spread.accept * draw.z["z_accept"] + own * spread.accept_policy
-                     * draw.z["z_accept_policy"])
         adj = {}
         for k, v in m.items():
-            if k == "output_throughput":
-                adj[k] = v / f
-            elif k in TIMING:
-                adj[k] = v * f
+            b = base[k]
+            if k in TIMING:
+                v = b * (v / b) ** (1.0 if policy == first else e_t)
+                adj[k] = v / f if k == "output_throughput" else v * f
             elif k == "spec_decode_acceptance_length":
+                v = b + (v - b) * (1.0 if policy == first else e_a)
                 adj[k] = 1 + (v - 1) * g
             else:
                 adj[k] = v
