@@ -67,6 +67,10 @@ def sweep(
     plot: Annotated[Path | None, typer.Option(
         help="Write PNG plots to DIR: throughput and median TPOT against each axis, per policy, "
         "e.g. --plot runs/sweep/plots.")] = None,
+    uncertainty: Annotated[int | None, typer.Option(
+        help="Per point, N draws of the [uncertainty] priors (as simulate --uncertainty): "
+        "medians, intervals and the throughput delta's P(> 0) and verdict; --out keeps each "
+        "point's draws. E.g. --uncertainty 32.")] = None,
 ) -> None:
     """Simulate every point of a grid in parallel and print one row per point and policy.
 
@@ -83,6 +87,11 @@ def sweep(
         if folder is not None:
             output_dir(folder, flag)
     jobs = jobs or sw.default_jobs()
+    if uncertainty is not None:
+        from mtpsim.uncertainty.cli import sweep_uncertainty
+
+        sweep_uncertainty(str(experiment), axes, points, uncertainty, jobs, out, as_json)
+        return
     records: dict[str, dict[str, Any]] = {}
     t0 = time.perf_counter()
     old_term = signal.signal(signal.SIGTERM, _raise_interrupt)

@@ -52,3 +52,39 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
         console.print(line, highlight=False, soft_wrap=True)
     if out is not None:
         console.print(f"wrote {out / 'uncertainty.json'} (every draw)", highlight=False)
+
+
+def sweep_uncertainty(experiment: str, axes, points, n: int, jobs: int, out: Path | None,
+                      as_json: bool) -> None:
+    from rich import box
+    from rich.table import Table
+
+    from mtpsim.errors import UserError
+    from mtpsim.uncertainty.sweep import run_grid
+
+    if n < 2:
+        raise UserError(None, "--uncertainty", f"expected a number of draws >= 2, got {n}")
+    records = run_grid(experiment, points, n, jobs, out)
+    keys = [a.key for a in axes]
+    if as_json:
+        typer.echo(json.dumps({"experiment": experiment, "axes": keys, "draws": n,
+                               "points": [{k: v for k, v in r.items() if k != "run"}
+                                          for r in records]}, indent=2))
+        return
+    t = Table(title=f"{experiment} sweep: median [90 % interval] over {n} draws per point",
+              title_justify="left", box=box.SIMPLE_HEAD)
+    for k in keys:
+        t.add_column(k.split(".")[-1].replace("num_speculative_tokens", "k"), justify="right")
+    for col in ("policy", "out tok/s", "TPOT ms", "Δ tok/s", "P(Δ>0)", "verdict", "flags"):
+        t.add_column(col)
+    for rec in records:
+        for row in rec["rows"]:
+            thr, tpot = row["output_throughput"], row["median_tpot_ms"]
+            d = row.get("throughput_delta_pct")
+            t.add_row(*[str(rec["values"][k]) for k in keys], row["policy"],
+                      f"{thr['median']:,.0f} [{thr['lo']:,.0f}, {thr['hi']:,.0f}]",
+                      f"{tpot['median']:.2f} [{tpot['lo']:.2f}, {tpot['hi']:.2f}]",
+                      "" if d is None else f"{d['median']:+.2f} % [{d['lo']:+.2f}, {d['hi']:+.2f}]",
+                      "" if d is None else f"{d['p_pos']:.2f}", row.get("verdict", ""),
+                      "EXTRAPOLATED" if rec["flags"] else "")
+    console.print(t)

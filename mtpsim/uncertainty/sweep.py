@@ -1,0 +1,64 @@
+"""`mtpsim sweep --uncertainty N`: every grid point's intervals and policy deltas.
+
+Each point runs `--uncertainty N` (its draws on the sweep's process pool); with `--out DIR` its
+draws are written to DIR/uncertainty/<point id>.json, and a rerun reuses a finished point with
+the same number of draws.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from mtpsim.uncertainty.summary import verdict
+
+
+def run_grid(experiment: str, points: Sequence[Any], n: int, jobs: int, out: Path | None,
+             progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+    """One record per point: values, notes, and per policy / delta the summary intervals."""
+    from mtpsim.fileio import atomic_write_json
+    from mtpsim.uncertainty.run import propagate
+
+    records = []
+    for i, point in enumerate(points):
+        path = None if out is None else out / "uncertainty" / f"{point.point_id}.json"
+        rec = _load(path, n)
+        if rec is None:
+            run = propagate(experiment, list(point.overrides), n, jobs)
+            which = run.best()
+            rec = {"point_id": point.point_id, "values": point.values, "draws_n": n,
+                   "conditioned": which != "prior", "flags": list(run.extrapolation.notes),
+                   "rows": _rows(run.summary(which), run.policies), "run": run.to_json()}
+            if path is not None:
+                atomic_write_json(path, rec)
+        records.append(rec)
+        if progress is not None:
+            progress(i + 1, len(points))
+    return records
+
+
+def _load(path: Path | None, n: int) -> dict[str, Any] | None:
+    if path is None or not path.is_file():
+        return None
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) and rec.get("draws_n") == n and "rows" in rec else None
+
+
+def _rows(summary: dict, policies: Sequence[str]) -> list[dict[str, Any]]:
+    base = policies[0]
+    out = []
+    for p in policies:
+        row: dict[str, Any] = {"policy": p}
+        for m in ("output_throughput", "median_tpot_ms", "spec_decode_acceptance_length"):
+            row[m] = summary["metrics"][p][m].to_json()
+        if p != base:
+            d = summary["deltas"][p]["output_throughput"]
+            row["throughput_delta_pct"] = d.to_json()
+            row["verdict"] = verdict(d, p, base)
+        out.append(row)
+    return out
