@@ -127,6 +127,12 @@ def _verdict(adv, prob) -> list[str]:
         out.append(f"cannot tell: the best median is k={k}, {p} at {iv.median:+.2f} % over fresh "
                    f"k={best}, but its {round(100 * prob)} % interval [{iv.lo:+.2f}, {iv.hi:+.2f}] "
                    f"spans 0 (P(gain > 0) = {iv.p_pos:.2f}); the robust choice is fresh k={best}")
+    worse = [(kk, pp, interval(adv.gain(kk, pp), None, prob)) for kk in adv.ks()
+             for pp in adv.dep.policies]
+    worse = [(kk, pp, g) for kk, pp, g in worse if g.hi < 0]
+    if worse:
+        out.append(f"robustly worse than fresh k={best}: " + "; ".join(
+            f"k={kk} {pp} {g.median:+.2f} % [{g.lo:+.2f}, {g.hi:+.2f}]" for kk, pp, g in worse))
     for kk in adv.ks():
         if "share" not in adv.dep.policies:
             break

@@ -18,10 +18,12 @@ def gain_plot(adv: Any, prob: float, path: Path) -> Path:
     for k in adv.ks():
         ivs = [interval(adv.share_vs_fresh(k, c), None, prob) for c in ctxs]
         med = np.array([iv.median for iv in ivs])
-        ax.plot(ctxs, med, marker="o", label=f"k={k}")
-        ax.fill_between(ctxs, [iv.lo for iv in ivs], [iv.hi for iv in ivs], alpha=0.15)
+        (line,) = ax.plot(ctxs, med, marker="o", label=f"k={k}")
+        ax.fill_between(ctxs, [iv.lo for iv in ivs], [iv.hi for iv in ivs], alpha=0.12,
+                        color=line.get_color())
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xscale("log", base=2)
+    ax.set_xticks(ctxs, [f"{c:,}" for c in ctxs])
     ax.set_xlabel("prompt length (tokens)")
     ax.set_ylabel("share vs fresh output throughput (%)")
     ax.set_title(f"share vs fresh: median and {round(100 * prob)} % band over {adv.dep.draws} draws")
