@@ -55,4 +55,5 @@ def test_advise_json_names_the_verdict_and_flags_extrapolation(tmp_path):
     out = json.loads(res.stdout)
     assert out["draws"] == 3 and out["recommendation"]["policy"] in ("fresh", "share")
     assert any(line.startswith(("recommended", "cannot tell")) for line in out["verdict"])
+    assert out["verdict"][0].startswith("k: fresh k=")
     assert any("context" in n for notes in out["extrapolation"].values() for n in notes)

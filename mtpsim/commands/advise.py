@@ -118,11 +118,19 @@ def _verdict(adv, prob) -> list[str]:
     k, p, iv, robust = adv.recommendation(prob)
     best = adv.best_fresh()
     out = []
-    if robust:
-        what = ("the best fresh setting" if (k, p) == (best, "fresh") else
-                f"{iv.median:+.2f} % [{iv.lo:+.2f}, {iv.hi:+.2f}] output throughput over fresh k={best}, "
-                f"P(gain > 0) = {iv.p_pos:.2f}")
-        out.append(f"recommended: k={k}, {p} ({what})")
+    others = [(kk, interval(adv.gain(kk, "fresh"), None, prob, delta=True)) for kk in adv.ks()
+              if kk != best]
+    if others:
+        kk, g = max(others, key=lambda o: o[1].median)
+        sure = "robustly ahead of" if g.hi < 0 else "but cannot tell it from"
+        out.append(f"k: fresh k={best} has the best median throughput, {sure} the next best, "
+                   f"k={kk} at {g.median:+.2f} % [{g.lo:+.2f}, {g.hi:+.2f}] "
+                   f"(P(k={kk} better) = {g.p_pos:.2f})")
+    if robust and (k, p) != (best, "fresh"):
+        out.append(f"recommended: k={k}, {p}: {iv.median:+.2f} % [{iv.lo:+.2f}, {iv.hi:+.2f}] "
+                   f"output throughput over fresh k={best}, P(gain > 0) = {iv.p_pos:.2f}")
+    elif robust:
+        out.append(f"recommended: k={best}, fresh (no other setting's median is higher)")
     else:
         out.append(f"cannot tell: the best median is k={k}, {p} at {iv.median:+.2f} % over fresh "
                    f"k={best}, but its {round(100 * prob)} % interval [{iv.lo:+.2f}, {iv.hi:+.2f}] "
