@@ -104,29 +104,28 @@ def parse_prior(text: str, param: Param | None = None) -> Prior:
     """`uniform(0.2, 0.6)` -> Prior; ValueError saying what was expected."""
     m = _CALL.match(text) if isinstance(text, str) else None
     if m is None or m.group(1) not in DISTRIBUTIONS:
-        raise ValueError(f"a prior {', '.join(d + '(a, b)' for d in DISTRIBUTIONS[:3])} or fixed, "
-                         f"got {text!r}")
+        raise ValueError(f"a prior {', '.join(d + '(a, b)' for d in DISTRIBUTIONS[:3])} or fixed")
     kind, args = m.group(1), m.group(2)
     if kind == "fixed":
         if args not in (None, ""):
-            raise ValueError(f"fixed without arguments (the spec's value is used), got {text!r}")
+            raise ValueError("fixed without arguments (the spec's value is used)")
         return Prior("fixed")
     try:
         nums = [float(x) for x in (args or "").split(",")]
     except ValueError:
         nums = []
     if len(nums) != 2 or not all(math.isfinite(x) for x in nums):
-        raise ValueError(f"{kind}(a, b) with two numbers, got {text!r}")
+        raise ValueError(f"{kind}(a, b) with two numbers")
     a, b = nums
     if kind in ("uniform", "loguniform") and not a < b:
-        raise ValueError(f"{kind}(lo, hi) with lo < hi (a positive width), got {text!r}")
+        raise ValueError(f"{kind}(lo, hi) with lo < hi (a positive width)")
     if kind == "loguniform" and a <= 0:
-        raise ValueError(f"loguniform(lo, hi) with lo > 0, got {text!r}")
+        raise ValueError("loguniform(lo, hi) with lo > 0")
     if kind == "normal" and not b > 0:
-        raise ValueError(f"normal(mean, sd) with sd > 0, got {text!r}")
+        raise ValueError("normal(mean, sd) with sd > 0")
     if param is not None and kind != "normal" and (a < param.lo or b > param.hi):
         raise ValueError(f"a range within [{param.lo:g}, {param.hi:g}] "
-                         f"(the values {param.target} accepts), got {text!r}")
+                         f"(the values {param.target} accepts)")
     return Prior(kind, a, b)
 
 
@@ -138,7 +137,7 @@ def check_priors(value: Mapping[str, str]) -> str | None:
         try:
             parse_prior(text, PARAMS[name])
         except ValueError as e:
-            return f"valid priors; {name}: {e}"
+            return f"a valid prior for {name}: {e}"
     return None
 
 
