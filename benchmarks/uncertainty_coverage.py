@@ -70,7 +70,9 @@ def main() -> None:
             extra = [a for s in sets for a in ("--set", s)]
             run_real(toml, real_dir, weights + extra, args.rounds)
         real = {p: load_result(real_dir / f"{p}.json").metrics for p in POLICIES}
-        run = propagate(toml, [f"calibration.file={json.dumps(str(cal))}", *sets], args.draws,
+        # unpaired: each policy its own seed, as in the real A/B run being scored
+        run = propagate(toml, [f"calibration.file={json.dumps(str(cal))}", "uncertainty.paired=false",
+                               *sets], args.draws,
                         args.jobs or default_jobs())
         inside = not run.extrapolation.flagged
         summary = run.summary()

@@ -228,6 +228,9 @@ class UncertaintySpec:
                                     _check_priors)
     interval: float = option(0.9, "central probability of the reported intervals",
                              in_range(0.5, 0.99))
+    paired: bool = option(True, "every policy of a draw on the same random numbers (the "
+                          "expected effect); false: each its own seed, so a delta carries the "
+                          "noise of one A/B run (for scoring against one measured run)")
     timing_noise_pct: float = option(2.0, "run-to-run SD of a measured timing figure, % "
                                      "(conditioning on measured rows)", greater_than(0))
     acceptance_noise: float = option(0.0, "SD of a measured acceptance length (0 = the "

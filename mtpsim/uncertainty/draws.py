@@ -148,8 +148,9 @@ def run_draw(exp: Experiment, draw: Draw, calibration: Any = None) -> dict[str, 
     cal = replicate_calibration(calibration, draw.replicate)
     factors = scales(draw)
     out: dict[str, dict[str, float]] = {}
-    for policy in e.policies:
-        sim = Simulator(e, policy, None, cal)
+    for j, policy in enumerate(e.policies):
+        e_p = e if e.uncertainty.paired else dataclasses.replace(e, seed=e.seed + 1_000_003 * j)
+        sim = Simulator(e_p, policy, None, cal)
         if factors:
             sim.cost = ScaledCost(sim.cost, factors)
             if sim.fresh_cost is not None:
