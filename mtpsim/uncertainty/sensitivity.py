@@ -68,13 +68,16 @@ def table(inputs: Mapping[str, np.ndarray], y: np.ndarray) -> list[Sensitivity]:
 
 
 def measure_next(sens: list[Sensitivity]) -> tuple[str, float, list[str]]:
-    """(measurement, its summed share, its parameters ranked) with the largest summed share."""
+    """(measurement, the summed first-order share of its parameters, its parameters ranked) for
+    the measurement whose parameters explain the most variance; when no share clears the
+    noise (few draws), squared rank correlations rank the groups instead."""
+    use_rho = all(s.share == 0 for s in sens)
     best = ("", -1.0, [])
     for group, params in GROUPS.items():
         members = [s for s in sens if s.param in params]
-        total = sum(max(s.share, s.rho ** 2) for s in members)
+        total = sum(s.rho ** 2 if use_rho else s.share for s in members)
         if total > best[1]:
-            best = (group, total, [s.param for s in members])
+            best = (group, min(total, 1.0), [s.param for s in members])
     return best
 
 
