@@ -74,7 +74,9 @@ def setup_axes(exp: Experiment) -> dict[str, tuple[float, float]]:
 
 def exp_machine(exp: Experiment) -> dict[str, Any]:
     """What the prediction is about: for the reference engine on the CPU, this host."""
-    if exp.calibration.file and exp.reference.device != "cuda":
+    if exp.calibration.file:
+        if exp.reference.device == "cuda":  # which GPU a run would get is unknown without torch
+            return {}
         return {k: v for k, v in machine_info("cpu", exp.reference.threads or None).items()
                 if k in ("cpu", "threads")}
     return {"gpu": exp.hardware.name, "tp": exp.engine.tp, "quantization": exp.model.quantization}
@@ -125,7 +127,9 @@ def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
             notes.append(f"{axis} {shown} outside {seen} ({d:.1f})")
     here = exp_machine(exp)
     differs = False
-    if dom.machine:
+    if not here:
+        notes.append("machine not compared (a CUDA run's GPU is not known before it runs)")
+    elif dom.machine:
         diff = [k for k in here if k in dom.machine and str(here[k]) != str(dom.machine[k])]
         if diff:
             differs = True
