@@ -3,7 +3,7 @@
 Four requests of 600 held-out tokens, k = 3, fresh policy; for each top-k: the prefill of the
 four prompts (target + draft step 0) and the median decode step (verify + drafts) with all four
 running, median of 3 repetitions. The trace calibration prices per-row work per attended key
-(mtpsim/calibration/models.py); this is the measurement behind that choice.
+(mtpsim/models/cost.py); this is the measurement behind that choice.
 Run: python benchmarks/bench_reference_topk_cost.py [--weights PATH] [--topk 32 64 128]
 """
 

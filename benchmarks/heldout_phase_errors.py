@@ -15,7 +15,7 @@ import numpy as np
 
 from mtpsim.calibration import read_calibration
 from mtpsim.calibration.fit import step_quantities
-from mtpsim.calibration.models import cost_features
+from mtpsim.models.cost import cost_features
 from mtpsim.trace import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mtpsim.metrics import RequestRecord
+from mtpsim.policies import policies_where
 from mtpsim.result import Result
 
 # (key, label, unit) of the figures a sim-vs-real comparison covers, in report order.
@@ -34,7 +35,7 @@ FIDELITY_METRICS: tuple[tuple[str, str], ...] = (
 )
 
 # Policies whose draft step 0 is computed exactly as under `fresh` (the placebo pairs).
-STEP0_AS_FRESH = frozenset({"fresh", "share", "share_recent"})
+STEP0_AS_FRESH = frozenset(policies_where(lambda t: t.step0_as_fresh))
 
 
 @dataclass(frozen=True, slots=True)

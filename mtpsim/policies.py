@@ -4,11 +4,16 @@ The hooks mirror vLLM 0.33.0 `TargetDependentARSpeculator` (Model Runner V2): fo
 methods, each `(self, num_reqs: int) -> None`, fired in both CUDA-graph capture and propose,
 so any state they toggle is identical at capture and replay. A policy is a subscriber to these
 hooks; the generic draft loop never branches on the policy.
+
+Each policy also declares what it does (`Traits`), once, beside its hooks; the models, fitters,
+comparisons and runners read the traits instead of listing policy names.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from mtpsim.errors import UserError
 
@@ -20,6 +25,40 @@ POLICIES: dict[str, str] = {
     "target_share": "the MTP layer never runs its indexer; it uses the target's last-layer "
     "selection (known-bad control)",
 }
+
+
+BASELINE = "fresh"  # the policy every other is compared with (sharing off)
+
+
+@dataclass(frozen=True, slots=True)
+class Traits:
+    """What a policy does to the MTP layer's top-k selection, read by every model and report.
+
+    `indexer`: draft steps at which the MTP layer runs its own indexer ("every", "step0",
+    "never"); a step that runs it selects exactly as `fresh` does. `later_rows`: what draft
+    steps >= 1 attend through when they do not run it ("own": step 0's row, compacted to each
+    request's last accepted token; "target": the target's last-layer row; "": nothing reused).
+    `appends_drafted`: the drafted positions are written into the reused row. `vllm`: vLLM
+    0.33.0 can run the policy (`index_share_for_mtp_iteration` on or off)."""
+
+    indexer: Literal["every", "step0", "never"]
+    later_rows: Literal["", "own", "target"] = ""
+    appends_drafted: bool = False
+    vllm: bool = False
+
+    def runs_indexer(self, step: int) -> bool:
+        """Whether the MTP indexer runs at draft `step` (0-based), i.e. selects as fresh."""
+        return self.indexer == "every" or (self.indexer == "step0" and step == 0)
+
+    @property
+    def step0_as_fresh(self) -> bool:
+        """Draft step 0 is computed exactly as under `fresh` (placebo pairs; pooled fits)."""
+        return self.runs_indexer(0)
+
+    @property
+    def reuses_own_row(self) -> bool:
+        """Steps >= 1 reuse step 0's own row (compaction; the overlap -> acceptance link)."""
+        return self.later_rows == "own"
 
 
 class SpeculatorHooks:
@@ -60,12 +99,16 @@ class DraftState(Protocol):
 class Fresh(SpeculatorHooks):
     """The MTP indexer runs at every draft step: sharing off, every hook a no-op."""
 
+    TRAITS = Traits(indexer="every", vllm=True)
+
     def __init__(self, model: TopkSharingModel, state: DraftState) -> None:
         self.model, self.state = model, state
 
 
 class Share(Fresh):
     """vLLM 0.33.0 `MTPSpeculator`: steps >= 1 reuse step 0's row of the last accepted token."""
+
+    TRAITS = Traits(indexer="step0", later_rows="own", vllm=True)
 
     def on_prefill_begin(self, num_reqs: int) -> None:
         # Step 0 computes its own top-k. Unconditional, so a step that died midway cannot
@@ -87,6 +130,8 @@ class Share(Fresh):
 class ShareRecent(Share):
     """As `share`, plus the drafted positions p+1..p+s replacing the lowest-ranked entries."""
 
+    TRAITS = Traits(indexer="step0", later_rows="own", appends_drafted=True)
+
     def on_multi_step_decode_begin(self, num_reqs: int) -> None:
         super().on_multi_step_decode_begin(num_reqs)
         self.model.set_append_recent(True)
@@ -100,6 +145,8 @@ class TargetShare(Share):
     """Known-bad control: the MTP layer never runs its indexer; step 0 takes the target's
     last-layer rows and steps >= 1 reuse the one of the last accepted token."""
 
+    TRAITS = Traits(indexer="never", later_rows="target")
+
     def on_prefill_begin(self, num_reqs: int) -> None:
         super().on_prefill_begin(num_reqs)
         self.model.set_use_target_topk(True)
@@ -112,6 +159,19 @@ class TargetShare(Share):
 POLICY_CLASSES: dict[str, type[Fresh]] = {
     "fresh": Fresh, "share": Share, "share_recent": ShareRecent, "target_share": TargetShare,
 }
+
+
+def traits(name: str) -> Traits:
+    """The declared traits of policy `name` (ValueError if unknown)."""
+    try:
+        return POLICY_CLASSES[name].TRAITS
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}") from None
+
+
+def policies_where(test: Callable[[Traits], bool]) -> tuple[str, ...]:
+    """Names of the policies whose traits pass `test`, in report order."""
+    return tuple(n for n in POLICIES if test(POLICY_CLASSES[n].TRAITS))
 
 
 def check_model(model: object) -> None:

@@ -100,7 +100,7 @@ def _spec_id(exp: Any) -> str:
     d.pop("overrides", None)
     cal = exp.calibration.file
     if cal:  # a refitted calibration file is a different point
-        from mtpsim.calibration.models import calibration_path
+        from mtpsim.models.build import calibration_path
 
         p = Path(calibration_path(exp))
         d["calibration_file_sha"] = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else ""
@@ -153,7 +153,7 @@ def build_points(experiment: str | Path, sets: Sequence[str]) -> tuple[list[Axis
 
 def _check_fits(exp: Any, point: str) -> None:
     """The simulator's memory check, run up front: a point that cannot fit names its values."""
-    from mtpsim.sim.cost import check_fits
+    from mtpsim.models.roofline import check_fits
 
     try:
         check_fits(exp)

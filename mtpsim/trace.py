@@ -179,5 +179,10 @@ def read_trace(path: str | Path) -> Trace:
                   num_speculative_tokens=_get(head, "num_speculative_tokens", int, "line 1", source),
                   index_topk=_get(head, "index_topk", int, "line 1", source),
                   meta=dict(head.get("meta") or {}))
+    from mtpsim.policies import POLICIES
+
+    if trace.policy not in POLICIES:
+        raise TraceError(source, "line 1: policy",
+                         f"expected one of {', '.join(POLICIES)}, got {trace.policy!r}")
     trace.steps = [_step(obj, f"line {n}", source) for n, obj in objs[1:]]
     return trace

@@ -8,9 +8,9 @@
   and share_recent events with them held (pooled when there is no fresh trace). Other policies
   (target_share, whose step 0 is changed too) get their own [b0, b1] per position.
 - Overlap: least squares of the recorded overlap per reuse policy and draft step on
-  `c = sigmoid(u0 + u1 ln(L/K))` through mtpsim.sim.overlap's formulas.
+  `c = sigmoid(u0 + u1 ln(L/K))` through mtpsim.models.overlap's formula.
 - Step cost: non-negative least squares of each phase's measured seconds on the features of
-  mtpsim.calibration.models.cost_features (the MTP indexer phase on `fresh` steps only; cost
+  mtpsim.models.cost.cost_features (the MTP indexer phase on `fresh` steps only; cost
   fitted on fresh/share/share_recent steps), plus the median host gap between steps. Where the
   traces record the sparse-attention seconds within each phase, the per-key feature is fitted to
   those and the other features to the rest of the phase, so top-k is priced apart from per-row
@@ -28,12 +28,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import least_squares, minimize, minimize_scalar, nnls
 
-from mtpsim.calibration.models import (
-    KEY_FEATURES,
-    StepQuantities,
-    cost_features,
-    overlap_from_agreement,
-)
 from mtpsim.calibration.schema import (
     AcceptanceFit,
     Calibration,
@@ -42,10 +36,15 @@ from mtpsim.calibration.schema import (
     OverlapFit,
     PhaseFit,
 )
+from mtpsim.models.acceptance import keep_factor
+from mtpsim.models.cost import KEY_FEATURES, StepQuantities, cost_features
+from mtpsim.models.overlap import agreement_curve, overlap_from_agreement
+from mtpsim.policies import BASELINE, policies_where, traits
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace
 
-POOLED = ("fresh", "share", "share_recent")
+# policies whose draft step 0 is fresh's: one set of acceptance curves and one cost fit
+POOLED = policies_where(lambda t: t.step0_as_fresh)
 GH_NODES = 10
 CONTEXT_BINS = 6
 
@@ -79,7 +78,7 @@ def acceptance_events(traces: Sequence[Trace]) -> Events:
                     if i > 0 and not r.accepted[i - 1]:
                         break
                     o = 1.0
-                    if tr.policy != "fresh" and i > 0 and i - 1 < len(r.overlap):
+                    if not traits(tr.policy).runs_indexer(i) and i > 0 and i - 1 < len(r.overlap):
                         o = float(r.overlap[i - 1])
                     ev.policy.append(tr.policy)
                     ev.pos.append(i)
@@ -96,7 +95,7 @@ def _neg_loglik(theta: np.ndarray, d: dict[str, np.ndarray], k: int, x: np.ndarr
     sigma = math.exp(theta[2 * k])
     g = 1.0
     if with_kappa:
-        g = 1.0 - (1.0 - np.clip(d["ovl"], 0.0, 1.0)) ** math.exp(theta[2 * k + 1])
+        g = keep_factor(np.clip(d["ovl"], 0.0, 1.0), math.exp(theta[2 * k + 1]))
     eta = (b0[d["pos"]] + b1[d["pos"]] * x)[:, None] + math.sqrt(2.0) * sigma * nodes[None, :]
     p = np.clip(g[:, None] / (1.0 + np.exp(-eta)) if with_kappa else 1.0 / (1.0 + np.exp(-eta)),
                 1e-9, 1 - 1e-9)
@@ -210,17 +209,17 @@ def fit_acceptance(traces: Sequence[Trace]) -> AcceptanceFit:
     k = max(tr.num_speculative_tokens for tr in traces)
     ctx_ref = float(np.exp(np.mean(np.log(ev.ctx))))
     pooled = [p for p in POOLED if p in set(ev.policy)]
-    with_kappa = any(p != "fresh" for p in pooled)
+    with_kappa = any(traits(p).reuses_own_row for p in pooled)
     base_rows, sigma, kappa = None, 0.0, None
     if pooled:
         d = ev.arrays(pooled)
         with_kappa = with_kappa and bool(np.any(d["ovl"] < 1.0))
-        if with_kappa and "fresh" in pooled:
+        if with_kappa and BASELINE in pooled:
             # two stages: the curves and spread from fresh alone, then kappa from the reuse
             # policies with those held fixed, so a misfit of the overlap link cannot bend the
             # fresh curves (pooled, it did: fresh position 1 fitted 3 points above its rate)
-            base_rows, sigma, _ = _fit_logistic(ev.arrays(["fresh"]), k, ctx_ref, False)
-            kappa = _fit_kappa(ev.arrays([p for p in pooled if p != "fresh"]), base_rows, sigma,
+            base_rows, sigma, _ = _fit_logistic(ev.arrays([BASELINE]), k, ctx_ref, False)
+            kappa = _fit_kappa(ev.arrays([p for p in pooled if p != BASELINE]), base_rows, sigma,
                                ctx_ref)
         else:
             base_rows, sigma, kappa = _fit_logistic(d, k, ctx_ref, with_kappa)
@@ -240,8 +239,8 @@ def fit_acceptance(traces: Sequence[Trace]) -> AcceptanceFit:
         nodes, weights = np.polynomial.hermite.hermgauss(GH_NODES)
         eta = (rows[d["pos"], 0] + rows[d["pos"], 1] * x)[:, None] + math.sqrt(2) * sigma * nodes
         a = (1 / (1 + np.exp(-eta))) @ weights / math.sqrt(math.pi)
-        if policy in ("share", "share_recent") and kappa is not None:
-            a = a * (1 - (1 - np.clip(d["ovl"], 0, 1)) ** kappa)
+        if traits(policy).reuses_own_row and kappa is not None:
+            a = a * keep_factor(np.clip(d["ovl"], 0, 1), kappa)
         return a
 
     report = _acceptance_report(ev, predict, k)
@@ -251,7 +250,7 @@ def fit_acceptance(traces: Sequence[Trace]) -> AcceptanceFit:
 def fit_overlap(traces: Sequence[Trace]) -> OverlapFit:
     data: dict[str, dict[int, list[tuple[float, float, int]]]] = {}
     for tr in traces:
-        if tr.policy == "fresh":
+        if traits(tr.policy).indexer == "every":  # selects as fresh: no overlap to fit
             continue
         for st in tr.steps:
             for r in st.requests:
@@ -270,7 +269,7 @@ def fit_overlap(traces: Sequence[Trace]) -> OverlapFit:
             L, o, K = pts[:, 0], pts[:, 1], pts[:, 2]
 
             def resid(u: np.ndarray, L=L, o=o, K=K, s=s, policy=policy) -> np.ndarray:
-                c = 1 / (1 + np.exp(-(u[0] + u[1] * np.log(np.maximum(L, 1) / K))))
+                c = agreement_curve(u[0], u[1], L, K)
                 return overlap_from_agreement(policy, L, s, K, c) - o  # type: ignore[arg-type]
 
             sol = least_squares(resid, np.array([-1.0, 0.0]), bounds=([-15, -10], [15, 10]))
@@ -360,7 +359,7 @@ def fit_cost(traces: Sequence[Trace]) -> CostFit:
         total_meas.append(np.asarray([sum(st.phases.values()) for st in tr.steps]))
         total_rows.append((feats, tr.policy))
         for p in PHASES:
-            if p == "draft_decode_indexer" and tr.policy != "fresh":
+            if p == "draft_decode_indexer" and not traits(tr.policy).runs_indexer(1):
                 continue
             names[p] = list(feats[p])
             X[p].append(np.stack([feats[p][n] for n in names[p]], axis=1))
@@ -402,7 +401,7 @@ def fit_cost(traces: Sequence[Trace]) -> CostFit:
     for (feats, policy), meas in zip(total_rows, total_meas, strict=True):
         pred = np.zeros_like(meas, dtype=float)
         for p, fit in phases.items():
-            if p == "draft_decode_indexer" and policy != "fresh":
+            if p == "draft_decode_indexer" and not traits(policy).runs_indexer(1):
                 continue
             pred = pred + sum(c * feats[p][n] for n, c in zip(fit.features, fit.coef, strict=True))
         pred_all.append(pred)

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.table import Table
 
 from mtpsim.calibration.schema import Calibration
+from mtpsim.policies import traits
 from mtpsim.result import PHASES
 
 
@@ -105,7 +106,7 @@ def overlap_points(paths: Sequence[Path]) -> dict[str, list[tuple[int, int, floa
     out: dict[str, list[tuple[int, int, float]]] = {}
     for p in paths:
         tr = read_trace(p)
-        if tr.policy == "fresh":
+        if traits(tr.policy).indexer == "every":  # selects as fresh: no overlap recorded
             continue
         pts = out.setdefault(tr.policy, [])
         for st in tr.steps:

@@ -9,13 +9,13 @@
               "r2": 0.97, "rmse_s": 0.001, "n": 900}, ...}, "report": {...}},
      "ranges": {"context_len": [300, 1500], "num_reqs": [1, 8], "k": [4], "index_topk": [64]}}
 
-Models (mtpsim.calibration.models): conditional acceptance at draft position i and context L is
+Models (mtpsim.models): conditional acceptance at draft position i and context L is
 `sigmoid(b0_i + b1_i * ln(L / context_ref) + u) * (1 - (1 - o_i) ** kappa)`, u ~ N(0, sigma) per
 request (top-k enters only through the overlap: one calibrated top-k says nothing more), o_i the
 policy's top-k overlap at draft step i (1 for `fresh` and at step 0); policies
 listed under `acceptance.policies` use their own [b0, b1] instead. Overlap at draft step s >= 1:
 agreement beyond chance `c = sigmoid(u0_s + u1_s * ln(L / K))`, fed through the formulas of
-mtpsim.sim.overlap. Step cost: each phase is `coef . features` (seconds), plus `gap_s` per step.
+mtpsim.models.overlap. Step cost: each phase is `coef . features` (seconds), plus `gap_s` per step.
 """
 
 from __future__ import annotations

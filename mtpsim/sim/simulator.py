@@ -17,18 +17,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.special import ndtri
 
-from mtpsim.calibration.models import sim_models
 from mtpsim.metrics import RequestRecord, SpecDecodeCounters
+from mtpsim.models.acceptance import draw_accepted
+from mtpsim.models.build import models_for
+from mtpsim.models.cost import StepShape
 from mtpsim.result import PHASES, Result
-from mtpsim.sim.acceptance import AcceptanceModel, draw_accepted
 from mtpsim.sim.client import Client
-from mtpsim.sim.cost import CostModel, StepShape, check_fits
 from mtpsim.sim.entities import RequestTable, draw_lengths, intended_send_times
 from mtpsim.sim.scheduler import Plan, Scheduler
 from mtpsim.spec import Experiment
 
 if TYPE_CHECKING:
-    from mtpsim.calibration.models import FittedAcceptance, FittedCost
     from mtpsim.calibration.schema import Calibration
 
 MAX_BULK_STEPS = 256  # caps context drift within one bulk (acceptance is read at its start)
@@ -68,18 +67,11 @@ class Simulator:
     def __init__(self, exp: Experiment, policy: str, progress: Progress | None = None,
                  calibration: Calibration | None = None) -> None:
         # a calibration fitted from real traces replaces the acceptance model and the roofline
-        fitted = sim_models(exp, policy, calibration)
-        if fitted is None:
-            check_fits(exp)
+        models = models_for(exp, policy, calibration)
         self.exp, self.policy, self.progress = exp, policy, progress
         self.k = exp.k
-        self.topk = exp.index_topk if fitted is None else fitted.cost.topk
-        self.cost: CostModel | FittedCost = CostModel(exp, policy) if fitted is None else fitted.cost
-        self.fresh_cost: CostModel | FittedCost | None = (
-            None if policy == "fresh" else CostModel(exp, "fresh") if fitted is None
-            else fitted.fresh_cost)
-        self.acc: AcceptanceModel | FittedAcceptance = (
-            AcceptanceModel.from_experiment(exp, policy) if fitted is None else fitted.acceptance)
+        self.topk = models.topk
+        self.cost, self.fresh_cost, self.acc = models.cost, models.fresh_cost, models.acceptance
         self.expected = exp.acceptance.mode == "expected"
         # one stream for the workload, one for acceptance: every policy sees the same requests
         # and the same uniforms (common random numbers), so policy deltas are not sampling noise

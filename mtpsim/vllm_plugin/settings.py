@@ -9,12 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mtpsim.policies import policies_where
+
 ENV_POLICY = "MTPSIM_POLICY"
 ENV_TRACE_DIR = "MTPSIM_TRACE_DIR"
 ENV_TRACE = "MTPSIM_TRACE"
 
-# vLLM can express only these two: share_recent and target_share need model code vLLM lacks.
-VLLM_POLICIES = ("fresh", "share")
+# vLLM can express only fresh and share (declared in mtpsim.policies): share_recent and
+# target_share need model code vLLM lacks.
+VLLM_POLICIES = policies_where(lambda t: t.vllm)
 
 
 class PluginConfigError(RuntimeError):

@@ -23,6 +23,7 @@ from mtpsim.client.workload import (
     speed_bench_requests,
 )
 from mtpsim.errors import UserError
+from mtpsim.policies import traits
 from mtpsim.result import Result, load_result
 from mtpsim.spec import Experiment
 from mtpsim.trace import Trace
@@ -209,7 +210,7 @@ def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = 
             server.check_alive()  # a server that died explains the failure (its log tail)
             raise
         server.check_alive()
-        if run.engine == "reference" and policy in ("fresh", "share", "share_recent"):
+        if run.engine == "reference" and traits(policy).runs_indexer(0):  # counts to check
             _reference_verdict(server.base_url, policy, result)
     result.extra.update({"engine": run.engine, "server_argv": argv,
                          "server_env": {k: v for k, v in env.items()

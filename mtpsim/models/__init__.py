@@ -1,0 +1,10 @@
+"""The models a prediction rests on, each its parameters (a small dataclass) plus its equations:
+
+- `overlap`: how much of the fresh top-k selection a policy's selection keeps;
+- `acceptance`: per-position acceptance and the overlap -> acceptance link;
+- `cost`: step cost from features fitted to phase timings; `roofline`: step cost from presets.
+
+The simulator prices with them, the fitters (mtpsim.calibration.fit) produce their parameters,
+and samplers draw them. What a policy does comes from its declared traits (mtpsim.policies).
+`build.sim_models` picks the parametric or the fitted form for an experiment.
+"""

@@ -1,0 +1,229 @@
+"""Per-position acceptance: conditional rates, the overlap -> acceptance link, and draws.
+
+Conditional rates a_i = P(draft i accepted | drafts 0..i-1 accepted). A policy that reuses a row
+multiplies each a_i by the share of the "critical" attention entries its selection keeps,
+    a_i' = a_i * (1 - (1 - o_i) ** kappa)                               (`keep_factor`)
+o_i being the overlap with the fresh selection at draft step i (mtpsim.models.overlap). The form
+says: a draft survives if at least one of kappa equally likely evidence positions stays
+selected; a large kappa makes acceptance robust to moderate overlap loss and collapse only when
+the overlap is small (target_share at long context).
+
+Two parameter forms:
+- `AcceptanceModel` (spec): the sharing-off table (or a measured table for the policy), kappa,
+  and a per-request spread: request r uses sigmoid(logit(a_i) + delta_i + z_r),
+  z_r ~ N(0, sigma^2), the offsets delta_i keeping vLLM's aggregate rates equal to the input
+  (the counters weight each request by its drafts, ~ 1 / tokens per step, so without them
+  low-acceptance requests would pull the aggregate down).
+- `FittedAcceptance` (a calibration's `AcceptanceFit`): a_i = sigmoid(b0_i + b1_i ln(L/L_ref) + u),
+  u ~ N(0, sigma) per request; policies fitted on their own use their own [b0, b1].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mtpsim.models.overlap import OverlapParams, fitted_agreement, overlap, overlap_from_agreement
+from mtpsim.models.overlap import sigmoid as _sigmoid
+from mtpsim.policies import traits
+
+if TYPE_CHECKING:
+    from mtpsim.calibration.schema import Calibration
+    from mtpsim.spec import Experiment
+
+Num = float | np.ndarray
+
+
+def keep_factor(overlap: Num, kappa: float) -> Num:
+    """Share of a draft's acceptance a selection with `overlap` keeps: 1 - (1 - o) ** kappa."""
+    return 1.0 - (1.0 - overlap) ** kappa
+
+
+# ---- parametric (spec) ------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class AcceptanceModel:
+    """Acceptance of one policy in one experiment."""
+
+    policy: str
+    conditional: np.ndarray  # [k] sharing-off (or measured-for-this-policy) conditional rates
+    parametric: bool  # False when the policy's rates were given as a measured table
+    topk: int
+    agreement: float
+    step_exponent: float
+    target_agreement: float
+    kappa: float
+    sigma: float
+    offset: np.ndarray  # [k] logit offsets that keep the draft-weighted aggregate at the input
+
+    @classmethod
+    def from_experiment(cls, exp: Experiment, policy: str) -> AcceptanceModel:
+        from mtpsim.metrics import marginal_to_conditional
+
+        a = exp.acceptance
+        measured = a.policy_rates.get(policy)
+        rates = list(measured if measured is not None else a.per_position)[:exp.k]
+        cond = np.asarray(rates if a.kind == "conditional" else marginal_to_conditional(rates),
+                          float)
+        return cls(policy, cond, measured is None, exp.index_topk,
+                   a.overlap_agreement, a.overlap_step_exponent, a.target_agreement,
+                   a.critical_entries, a.request_sigma, spread_offsets(cond, a.request_sigma))
+
+    @property
+    def k(self) -> int:
+        return int(self.conditional.size)
+
+    @property
+    def overlap_params(self) -> OverlapParams:
+        return OverlapParams(self.agreement, self.step_exponent, self.target_agreement)
+
+    def factors(self, context: np.ndarray) -> np.ndarray:
+        """[n, k] multiplier of each conditional rate for requests at `context` ([n])."""
+        context = np.atleast_1d(np.asarray(context, float))
+        out = np.ones((context.size, self.k))
+        if not self.parametric:
+            return out
+        params = self.overlap_params
+        for i in range(self.k):
+            o = overlap(self.policy, context, i, self.topk, params)
+            out[:, i] = keep_factor(o, self.kappa)
+        return out
+
+    def marginal(self, context: np.ndarray, request_shift: np.ndarray | None = None) -> np.ndarray:
+        """[n, k] marginal rates m_i = P(drafts 0..i all accepted) at each request's context."""
+        cond = np.broadcast_to(self.conditional, (np.atleast_1d(context).size, self.k)).copy()
+        if request_shift is not None and self.sigma > 0:
+            cond = _shifted(cond, self.offset[None, :] + request_shift[:, None])
+        return np.cumprod(cond * self.factors(context), axis=1)
+
+    def expected_marginal(self, context: float) -> list[float]:
+        """Mean marginal rates at one context length (no per-request spread)."""
+        return [float(x) for x in self.marginal(np.array([context]))[0]]
+
+
+def _shifted(cond: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """sigmoid(logit(cond) + shift); rates of exactly 0 or 1 stay put."""
+    c = np.clip(cond, 1e-9, 1 - 1e-9)
+    out = 1 / (1 + np.exp(-(np.log(c / (1 - c)) + shift)))
+    return np.where((cond > 0) & (cond < 1), out, cond)
+
+
+def spread_offsets(cond: np.ndarray, sigma: float, sweeps: int = 4) -> np.ndarray:
+    """Logit offsets delta such that, over z ~ N(0, sigma^2) (Gauss-Hermite), the draft-weighted
+    mean of each marginal rate equals the input's."""
+    k = cond.size
+    delta = np.zeros(k)
+    if sigma <= 0:
+        return delta
+    from scipy.optimize import brentq
+
+    z, w = np.polynomial.hermite_e.hermegauss(40)
+    w = w / w.sum()
+    target = np.cumprod(cond)
+
+    def aggregate(d: np.ndarray) -> np.ndarray:
+        m = np.cumprod(_shifted(np.broadcast_to(cond, (z.size, k)), d[None, :] + sigma * z[:, None]),
+                       axis=1)
+        drafts = w / (1.0 + m.sum(axis=1))
+        return drafts @ m / drafts.sum()
+
+    for _ in range(sweeps):
+        for i in range(k):
+            if not 0 < cond[i] < 1:
+                continue
+
+            def gap(x: float, i: int = i) -> float:
+                d = delta.copy()
+                d[i] = x
+                return float(aggregate(d)[i] - target[i])
+
+            delta[i] = brentq(gap, -30.0, 30.0, xtol=1e-10)
+    return delta
+
+
+# ---- fitted (calibration) ---------------------------------------------------------------------
+def fitted_overlap(cal: Calibration, policy: str, context: np.ndarray, step: int,
+                   topk: int) -> np.ndarray:
+    """A calibration's overlap at draft `step` (0-based): 1 where the policy runs the MTP
+    indexer and at step 0 (traces record the overlap of steps >= 1 only)."""
+    from mtpsim.calibration.schema import CalibrationError
+
+    context = np.atleast_1d(np.asarray(context, float))
+    if traits(policy).runs_indexer(step) or step == 0:
+        return np.ones_like(context)
+    try:
+        c = fitted_agreement(cal.overlap, policy, context, step, topk)
+    except KeyError:
+        raise CalibrationError(cal.path, f"overlap.policies.{policy}",
+                               f"missing: no trace of policy {policy!r} was fitted") from None
+    return overlap_from_agreement(policy, context, step, topk, c)
+
+
+@dataclass(frozen=True, slots=True)
+class FittedAcceptance:
+    """Conditional acceptance per draft position from a calibration (AcceptanceModel's interface).
+
+    Positions beyond the calibrated k reuse the last position's curve (an extrapolation,
+    reported by `extrapolated`)."""
+
+    cal: Calibration
+    policy: str
+    k: int
+    topk: int
+
+    def __post_init__(self) -> None:
+        from mtpsim.calibration.schema import CalibrationError
+
+        t = traits(self.policy)
+        if not t.step0_as_fresh and self.policy not in self.cal.acceptance.policies:
+            raise CalibrationError(self.cal.path, f"acceptance.policies.{self.policy}",
+                                   f"missing: no trace of policy {self.policy!r} was fitted")
+        if t.reuses_own_row and self.cal.acceptance.kappa is None:
+            raise CalibrationError(self.cal.path, "acceptance.kappa",
+                                   f"missing: {self.policy!r} needs a trace of a reuse policy")
+
+    @property
+    def sigma(self) -> float:
+        return self.cal.acceptance.sigma
+
+    @property
+    def extrapolated(self) -> bool:
+        return self.k > len(self._rows())
+
+    def _rows(self) -> list[list[float]]:
+        a = self.cal.acceptance
+        return a.policies[self.policy] if self.policy in a.policies else a.base
+
+    def conditional(self, context: np.ndarray, request_shift: np.ndarray | None = None) -> np.ndarray:
+        """[n, k] conditional acceptance at each request's context."""
+        context = np.atleast_1d(np.asarray(context, float))
+        rows = self._rows()
+        x = np.log(np.maximum(context, 1.0) / self.cal.acceptance.context_ref)
+        shift = 0.0 if request_shift is None else np.asarray(request_shift, float)
+        out = np.empty((context.size, self.k))
+        linked = self.policy not in self.cal.acceptance.policies  # else its own curves
+        t = traits(self.policy)
+        for i in range(self.k):
+            b0, b1 = rows[min(i, len(rows) - 1)]
+            a = _sigmoid(b0 + b1 * x + shift)
+            if linked and not t.runs_indexer(i):
+                o = fitted_overlap(self.cal, self.policy, context, i, self.topk)
+                a = a * keep_factor(o, float(self.cal.acceptance.kappa))  # type: ignore[arg-type]
+            out[:, i] = a
+        return out
+
+    def marginal(self, context: np.ndarray, request_shift: np.ndarray | None = None) -> np.ndarray:
+        """[n, k] marginal rates m_i = P(drafts 0..i all accepted)."""
+        return np.cumprod(self.conditional(context, request_shift), axis=1)
+
+    def expected_marginal(self, context: float) -> list[float]:
+        return [float(x) for x in self.marginal(np.array([context]))[0]]
+
+
+# ---- draws ------------------------------------------------------------------------------------
+def draw_accepted(rng: np.random.Generator, marginal: np.ndarray, num_steps: int) -> np.ndarray:
+    """[n, num_steps] accepted drafts per step: A = #{i : U < m_i}, one uniform per draft
+    (inverse CDF, so common random numbers pair policies step by step)."""
+    u = rng.random((marginal.shape[0], num_steps))
+    return (u[:, :, None] < marginal[:, None, :]).sum(axis=2)

@@ -1,0 +1,74 @@
+"""The models one simulation uses: fitted from a calibration file when the experiment names one
+(or one is given), else parametric (spec acceptance, roofline cost)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mtpsim.models.acceptance import AcceptanceModel, FittedAcceptance
+from mtpsim.models.cost import FittedCost
+from mtpsim.policies import BASELINE
+
+if TYPE_CHECKING:
+    from mtpsim.calibration.schema import Calibration
+    from mtpsim.models.roofline import CostModel
+    from mtpsim.spec import Experiment
+
+
+@dataclass(frozen=True, slots=True)
+class SimModels:
+    acceptance: FittedAcceptance | AcceptanceModel
+    cost: FittedCost | CostModel
+    fresh_cost: FittedCost | CostModel | None  # None when the policy is the baseline
+    topk: int = 0  # the top-k the models price
+
+
+def calibration_path(exp: Experiment) -> str:
+    """`[calibration] file`, relative to the experiment file's folder."""
+    from pathlib import Path
+
+    p = Path(exp.calibration.file).expanduser()
+    if not p.is_absolute() and exp.source not in ("<memory>", ""):
+        p = Path(exp.source).parent / p
+    return str(p)
+
+
+def sim_models(exp: Experiment, policy: str,
+               calibration: Calibration | None = None) -> SimModels | None:
+    """Fitted models for `policy`, from `calibration` or the experiment's `[calibration] file`;
+    None when neither is given (the simulator then uses its parametric and roofline models).
+    Top-k: `speculative.index_topk`, else the one top-k the calibration saw."""
+    from mtpsim.calibration.schema import CalibrationError, read_calibration
+
+    if calibration is None:
+        if not exp.calibration.file:
+            return None
+        calibration = read_calibration(calibration_path(exp))
+    topk = exp.speculative.index_topk
+    if topk is None:
+        seen = calibration.ranges.get("index_topk", [])
+        if len(seen) != 1:
+            raise CalibrationError(exp.source, "speculative.index_topk",
+                                   "expected a value (the calibration saw "
+                                   f"{', '.join(str(int(t)) for t in seen) or 'none'})")
+        topk = int(seen[0])
+    k = exp.k
+    return SimModels(FittedAcceptance(calibration, policy, k, topk),
+                     FittedCost(calibration, policy, k, topk),
+                     None if policy == BASELINE else FittedCost(calibration, BASELINE, k, topk),
+                     topk)
+
+
+def models_for(exp: Experiment, policy: str,
+               calibration: Calibration | None = None) -> SimModels:
+    """The fitted models where a calibration is given or named, else the parametric ones
+    (after checking that the weights and the largest batch fit in GPU memory)."""
+    fitted = sim_models(exp, policy, calibration)
+    if fitted is not None:
+        return fitted
+    from mtpsim.models.roofline import CostModel, check_fits
+
+    check_fits(exp)
+    return SimModels(AcceptanceModel.from_experiment(exp, policy), CostModel(exp, policy),
+                     None if policy == BASELINE else CostModel(exp, BASELINE), exp.index_topk)

@@ -1,0 +1,136 @@
+"""Step cost from measured phase timings: each phase's seconds are a non-negative combination
+of step features (`cost_features`), fitted by mtpsim.calibration.fit to a trace's phase timings
+and used to price simulated steps; plus the host gap between steps. Parameters: a calibration's
+`CostFit` (per phase: feature names and seconds per unit; `gap_s`).
+
+`StepShape` is how the simulator describes one engine step's batch to either cost model (this
+one or mtpsim.models.roofline).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mtpsim.policies import traits
+from mtpsim.result import PHASES
+
+if TYPE_CHECKING:
+    from mtpsim.calibration.schema import Calibration
+
+Num = float | np.ndarray
+
+
+@dataclass(slots=True)
+class StepShape:
+    """One engine step's batch (fields may be arrays over steps).
+
+    decode requests verify k+1 tokens each; `draft_*` are the requests that draft after the step
+    (decoding ones plus those whose prompt completes in it). Contexts count keys up to the last
+    accepted token."""
+
+    num_decode: int = 0
+    decode_ctx: Num = 0.0  # sum of contexts of decoding requests
+    decode_keys: Num = 0.0  # sum of min(context, top-k) of decoding requests
+    num_draft: int = 0
+    draft_ctx: Num = 0.0
+    draft_keys: Num = 0.0
+    prefill_tokens: int = 0
+    prefill_keys: float = 0.0  # sum over prompt tokens of min(position + 1, top-k)
+    prefill_pairs: float = 0.0  # sum over prompt tokens of (position + 1): indexer query-key pairs
+    prefill_reads: float = 0.0  # sum over chunks of their end position (indexer keys read once)
+    prefill_done: int = 0  # chunks that complete a prompt (their last token is sampled)
+
+
+
+# ---- fitted features ----------------------------------------------------------------------------------
+@dataclass(slots=True)
+class StepQuantities:
+    """What a step's cost depends on (fields may be arrays over steps)."""
+
+    num_decode: Num = 0.0  # requests verifying k+1 tokens
+    decode_ctx: Num = 0.0  # sum of their contexts
+    decode_keys: Num = 0.0  # sum of min(context, top-k)
+    num_draft: Num = 0.0  # requests drafting after the step
+    draft_ctx: Num = 0.0
+    draft_keys: Num = 0.0
+    prefill_done: Num = 0.0  # prompts prefilled (each drafts on its own in the reference engine)
+    prefill_tokens: Num = 0.0
+    prefill_pairs: Num = 0.0  # sum over prompt tokens of (position + 1): indexer query-key pairs
+
+    @classmethod
+    def from_shape(cls, s: StepShape) -> StepQuantities:
+        return cls(s.num_decode, s.decode_ctx, s.decode_keys, s.num_draft, s.draft_ctx, s.draft_keys,
+                   s.prefill_done, s.prefill_tokens, s.prefill_pairs)
+
+
+# Per phase that runs the sparse attention: its per-key feature, the per-row twin, and its
+# per-call feature (None: negligible). With the attention seconds a trace records (Trace
+# `attention`), those are fitted on the per-key and per-call features (the attention's own fixed
+# cost per model call: sort, gather and softmax launches in every layer) and the rest of the
+# phase on the other features; without them one top-k cannot tell the per-key feature from its
+# per-row twin, and the twin is left out (all per-row work priced per key).
+KEY_FEATURES: dict[str, tuple[str, str, str | None]] = {
+    "prefill": ("token_keys", "tokens", None), "verify": ("row_keys", "rows", "steps"),
+    "draft_prefill": ("row_keys", "rows", "calls"), "draft_decode_rest": ("row_keys", "rows", "calls")}
+
+
+def cost_features(x: StepQuantities, k: int, topk: int) -> dict[str, dict[str, np.ndarray]]:
+    """phase -> feature name -> value; a phase's seconds are a non-negative combination.
+
+    Rows that attend are priced twice: per row (projections, MLP: independent of top-k) and per
+    row *and attended key* (`*_keys` = rows x top-k: the reference engine sorts, gathers and
+    attends a static top-k-wide block of keys and values for every query row). The indexer is
+    priced per query-key pair (`pairs`, `ctx`)."""
+    q, s = k + 1, k - 1
+    has_dec = (np.asarray(x.num_decode, float) > 0).astype(float)
+    calls = has_dec + np.asarray(x.prefill_done, float)  # propose() calls: one batch + one per prompt
+    verify_rows = np.multiply(q, x.num_decode)
+    draft_prefill_rows = verify_rows + np.asarray(x.prefill_tokens, float)
+    f = {
+        # no per-prompt term: with prompt lengths varying it soaks up noise that then fails to
+        # scale with top-k; per-prompt host work is priced in `overhead`
+        "prefill": {"tokens": x.prefill_tokens, "token_keys": np.multiply(topk, x.prefill_tokens),
+                    "pairs": x.prefill_pairs},
+        "verify": {"steps": has_dec, "rows": verify_rows, "row_keys": np.multiply(topk, verify_rows),
+                   "ctx": np.multiply(q, x.decode_ctx)},
+        "draft_prefill": {"calls": calls, "rows": draft_prefill_rows,
+                          "row_keys": np.multiply(topk, draft_prefill_rows),
+                          "pairs": np.multiply(q, x.decode_ctx) + x.prefill_pairs,
+                          "requests": x.num_draft},
+        "draft_decode_indexer": {"calls": s * calls, "rows": np.multiply(s, x.num_draft),
+                                 "ctx": np.multiply(s, x.draft_ctx)},
+        "draft_decode_rest": {"calls": s * calls, "rows": np.multiply(s, x.num_draft),
+                              "row_keys": np.multiply(s * topk, x.num_draft)},
+        "rejection_sample": {"steps": has_dec, "requests": x.num_decode,
+                             "draft_tokens": np.multiply(k, x.num_decode)},
+        "overhead": {"steps": np.ones_like(has_dec), "requests": x.num_decode,
+                     "prompts": x.prefill_done},
+    }
+    return {p: {n: np.asarray(v, float) for n, v in d.items()} for p, d in f.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class FittedCost:
+    """Step cost from measured phase timings (CostModel's `step` interface)."""
+
+    cal: Calibration
+    policy: str
+    k: int
+    topk: int
+
+    def step(self, s: StepShape) -> dict[str, np.ndarray]:
+        feats = cost_features(StepQuantities.from_shape(s), self.k, self.topk)
+        out: dict[str, np.ndarray] = {}
+        for p in PHASES:
+            fit = self.cal.cost.phases[p]
+            v = sum(c * feats[p][n] for n, c in zip(fit.features, fit.coef, strict=True)
+                    if n in feats[p])
+            out[p] = np.asarray(v, float)
+        if not traits(self.policy).runs_indexer(1):  # no MTP indexer at draft steps >= 1
+            out["draft_decode_indexer"] = np.zeros_like(out["draft_decode_indexer"])
+        out["overhead"] = out["overhead"] + self.cal.cost.gap_s
+        shape = np.broadcast(*out.values()).shape
+        return {p: np.broadcast_to(v, shape) for p, v in out.items()}

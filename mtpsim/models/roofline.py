@@ -1,0 +1,258 @@
+"""Roofline step cost: the time of one engine step as a sum of named phases (mtpsim.result.PHASES)
+from the model and GPU presets, for simulations without a calibration file.
+
+Every phase is a roofline over the model preset on `engine.tp` GPUs of the hardware preset:
+for each kernel group, time = max(bytes / (HBM bandwidth * mem_efficiency),
+FLOPs / (peak * compute_efficiency), kernels * kernel_floor); TP all-reduces add
+bytes / (NVLink * comm_efficiency) + a fixed latency; each step adds `overhead_ms` (and
+`eager_overhead_ms` when it runs outside CUDA graphs). Quantities are per GPU. The equations and
+their assumptions are written out in docs/simulator.md.
+
+A `StepShape` (mtpsim.models.cost) describes a batch; its fields may be numpy arrays over
+consecutive steps (bulk advance), so one call prices many steps at once. Parameters: the spec's
+`[calibration]` efficiency factors and overheads, over the model and hardware presets.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from mtpsim.errors import SpecError
+from mtpsim.models.cost import Num, StepShape
+from mtpsim.policies import BASELINE, traits
+from mtpsim.result import PHASES
+from mtpsim.spec import Experiment, ModelSpec
+
+# bytes per parameter: (routed/shared experts, other linear layers); embeddings are bf16.
+WEIGHT_BYTES = {"bf16": (2.0, 2.0), "fp8": (1.0, 1.0), "nvfp4": (0.5625, 1.0)}
+# cudagraph_mode -> (eager share of steps with prefill, eager share of pure-decode steps)
+EAGER_SHARE = {"none": (1.0, 1.0), "piecewise": (0.5, 0.5), "full_decode_only": (1.0, 0.0),
+               "full": (0.0, 0.0), "full_and_piecewise": (0.5, 0.0)}
+# kernels per layer of each group (sets the small-batch floor)
+KERNELS = {"attn_gemm": 5, "dense_mlp": 2, "moe": 4, "indexer_gemm": 2, "attention": 2,
+           "indexer": 2, "topk": 1, "norm": 3}
+SAMPLING_KERNELS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class CostModel:
+    """Prices steps for one experiment and policy."""
+
+    exp: Experiment
+    policy: str
+
+    # ---- derived constants -------------------------------------------------------------------
+    @property
+    def _tp(self) -> int:
+        return self.exp.engine.tp
+
+    def _params(self) -> dict[str, float]:
+        return _model_params(self.exp.model)
+
+    def weight_bytes_per_gpu(self) -> float:
+        """Resident weights on one GPU (target + MTP layers)."""
+        m, p, tp = self.exp.model, self._params(), self._tp
+        b_exp, b_lin = WEIGHT_BYTES[m.quantization]
+        layers = m.num_layers + m.num_mtp_layers
+        moe = m.num_layers - m.num_dense_layers + m.num_mtp_layers
+        return (layers * (p["attn_rep"] + p["attn_sh"] / tp) * b_lin
+                + (m.num_indexer_layers + m.num_mtp_layers) * p["indexer"] * b_lin
+                + m.num_dense_layers * p["dense"] / tp * b_lin
+                + moe * ((m.num_routed_experts + m.num_shared_experts) * p["expert"] / tp * b_exp
+                         + p["router"] * 2)
+                + m.num_mtp_layers * p["eh_proj"] * b_lin
+                + 2 * p["embed"] / tp * 2)
+
+    def kv_bytes_per_token(self) -> float:
+        m = self.exp.model
+        return ((m.num_layers + m.num_mtp_layers) * m.kv_bytes_per_token
+                + (m.num_indexer_layers + m.num_mtp_layers) * m.indexer_bytes_per_token)
+
+    # ---- kernel groups -----------------------------------------------------------------------
+    def _roof(self, nbytes: Num, flops_time: Num, kernels: float) -> Num:
+        c, hw = self.exp.calibration, self.exp.hardware
+        t_mem = nbytes / (hw.hbm_tbps * 1e12 * c.mem_efficiency)
+        floor = kernels * hw.kernel_floor_us * 1e-6
+        if isinstance(t_mem, np.ndarray) or isinstance(flops_time, np.ndarray):
+            return np.maximum(np.maximum(t_mem, flops_time), floor)
+        return max(t_mem, flops_time, floor)  # scalar steps: plain floats are much faster
+
+    def _rate(self, dtype: str) -> float:
+        hw, c = self.exp.hardware, self.exp.calibration
+        peak = {"bf16": hw.bf16_tflops, "fp8": hw.fp8_tflops, "fp4": hw.fp4_tflops}[dtype]
+        return peak * 1e12 * c.compute_efficiency
+
+    def _gemms(self, tokens: Num, n_attn: int, n_dense: int, n_moe: int, n_indexer: int,
+               extra_params: float = 0.0) -> Num:
+        """Linear layers of a stack over `tokens` tokens; experts touched follow uniform routing."""
+        m, p, tp = self.exp.model, self._params(), self._tp
+        b_exp, b_lin = WEIGHT_BYTES[m.quantization]
+        lin_dtype = "bf16" if m.quantization == "bf16" else "fp8"
+        exp_dtype = {"bf16": "bf16", "fp8": "fp8", "nvfp4": "fp4"}[m.quantization]
+        e, k = m.num_routed_experts, m.num_experts_per_tok
+        touched = e * (1.0 - (1.0 - k / e) ** tokens)
+        lin_params = (n_attn * (p["attn_rep"] + p["attn_sh"] / tp) + n_indexer * p["indexer"]
+                      + n_dense * p["dense"] / tp + extra_params)
+        nbytes = (lin_params * b_lin
+                  + n_moe * ((touched + m.num_shared_experts) * p["expert"] / tp * b_exp
+                             + p["router"] * 2))
+        flops_time = (2 * tokens * lin_params / self._rate(lin_dtype)
+                      + 2 * tokens * n_moe * (k + m.num_shared_experts) * p["expert"] / tp
+                      / self._rate(exp_dtype))
+        kernels = (n_attn * KERNELS["attn_gemm"] + n_dense * KERNELS["dense_mlp"]
+                   + n_moe * KERNELS["moe"] + n_indexer * KERNELS["indexer_gemm"]
+                   + (n_attn + n_dense + n_moe) * KERNELS["norm"])
+        return self._roof(nbytes, flops_time, kernels) * (tokens > 0)
+
+    def _attention(self, n_layers: int, keys: Num) -> Num:
+        """Sparse MLA: each query reads min(context, top-k) latent entries per layer."""
+        m = self.exp.model
+        nbytes = n_layers * keys * m.kv_bytes_per_token
+        flops = n_layers * keys * 2 * (m.num_heads / self._tp) * (2 * m.kv_lora_rank
+                                                                  + m.qk_rope_head_dim)
+        return self._roof(nbytes, flops / self._rate("bf16"),
+                          n_layers * KERNELS["attention"]) * (keys > 0)
+
+    def _indexer(self, n_layers: int, pairs: Num, reads: Num) -> Num:
+        """Lightning indexer (replicated on every TP rank) + top-k: keys read once per request,
+        one fp8 score per head and query-key pair, logits written and read back by top-k."""
+        m = self.exp.model
+        nbytes = n_layers * (reads * m.indexer_bytes_per_token + pairs * 4 * 2)
+        flops = n_layers * pairs * 2 * m.index_n_heads * m.index_head_dim
+        return self._roof(nbytes, flops / self._rate("fp8"),
+                          n_layers * (KERNELS["indexer"] + KERNELS["topk"])) * (pairs > 0)
+
+    def _allreduce(self, n_layers: int, tokens: Num) -> Num:
+        tp, hw, c = self._tp, self.exp.hardware, self.exp.calibration
+        if tp == 1:
+            return 0.0 * tokens
+        nbytes = tokens * self.exp.model.hidden_size * 2 * 2 * (tp - 1) / tp
+        t = 2 * n_layers * (hw.allreduce_latency_us * 1e-6
+                            + nbytes / (hw.nvlink_gbps * 1e9 * c.comm_efficiency))
+        return t * (tokens > 0)
+
+    def _head(self, rows: Num) -> Num:
+        """Vocab-parallel LM head (bf16) over `rows` positions, then sampling over the vocab."""
+        m, tp = self.exp.model, self._tp
+        v, h = m.vocab_size, m.hidden_size
+        head = self._roof(v * h * 2 / tp, 2 * rows * v * h / tp / self._rate("bf16"), 1)
+        return (head + self._sampling(rows)) * (rows > 0)
+
+    def _sampling(self, rows: Num) -> Num:
+        nbytes = rows * self.exp.model.vocab_size * 4 * 3
+        return self._roof(nbytes, 0.0, SAMPLING_KERNELS) * (rows > 0)
+
+    def _target(self, tokens: Num, keys: Num, pairs: Num, reads: Num, rows: Num) -> Num:
+        m = self.exp.model
+        return (self._gemms(tokens, m.num_layers, m.num_dense_layers,
+                            m.num_layers - m.num_dense_layers, m.num_indexer_layers)
+                + self._attention(m.num_layers, keys)
+                + self._indexer(m.num_indexer_layers, pairs, reads)
+                + self._allreduce(m.num_layers, tokens)
+                + self._head(rows))
+
+    # ---- one step ----------------------------------------------------------------------------
+    def step(self, s: StepShape) -> dict[str, np.ndarray]:
+        """Seconds per phase for the step(s) described by `s`."""
+        m, k = self.exp.model, self.exp.k
+        q = k + 1
+        n_mtp = m.num_mtp_layers
+        t = traits(self.policy)
+        own_indexer = t.runs_indexer(0)
+        # target forward: verification of k+1 tokens per decoding request, plus prompt chunks
+        v_tok = s.num_decode * q
+        verify = self._target(v_tok, q * s.decode_keys, q * s.decode_ctx, s.decode_ctx, v_tok)
+        if s.prefill_tokens:
+            both = self._target(v_tok + s.prefill_tokens, q * s.decode_keys + s.prefill_keys,
+                                q * s.decode_ctx + s.prefill_pairs,
+                                s.decode_ctx + s.prefill_reads, v_tok + s.prefill_done)
+            prefill = both - verify
+        else:
+            prefill = 0.0 * verify
+        # draft step 0: the MTP layer over the newly verified tokens and the prompt chunks
+        d_tok = v_tok + s.prefill_tokens
+        draft_prefill = (
+            self._gemms(d_tok, n_mtp, 0, n_mtp, n_mtp if own_indexer else 0,
+                        n_mtp * self._params()["eh_proj"])
+            + self._attention(n_mtp, q * s.decode_keys + s.prefill_keys)
+            + (self._indexer(n_mtp, q * s.decode_ctx + s.prefill_pairs,
+                             s.decode_ctx + s.prefill_reads) if own_indexer else 0.0)
+            + self._allreduce(n_mtp, d_tok)
+            + self._head(s.num_draft))
+        if t.reuses_own_row and s.num_draft:
+            # compact_topk_indices: gather one top-k row per request
+            draft_prefill = draft_prefill + self._roof(s.num_draft * self.exp.index_topk * 8,
+                                                       0.0, n_mtp)
+        # draft steps 1..k-1, one token per drafting request
+        steps = k - 1
+        b = s.num_draft
+        if steps and b:
+            rest = steps * (self._gemms(b, n_mtp, 0, n_mtp, 0, n_mtp * self._params()["eh_proj"])
+                            + self._attention(n_mtp, s.draft_keys)
+                            + self._allreduce(n_mtp, b) + self._head(b))
+            if t.runs_indexer(1):
+                indexer = steps * (self._gemms(b, 0, 0, 0, n_mtp)
+                                   + self._indexer(n_mtp, s.draft_ctx, s.draft_ctx))
+            else:
+                indexer = 0.0 * rest
+                if t.appends_drafted:  # write the drafted positions into the row
+                    rest = rest + steps * self._roof(0.0, 0.0, n_mtp)
+        else:
+            rest = indexer = 0.0 * verify
+        reject = self._sampling(v_tok) + self._sampling(s.prefill_done)
+        c = self.exp.calibration
+        with_prefill, decode_only = EAGER_SHARE[self.exp.engine.cudagraph_mode]
+        eager = with_prefill if s.prefill_tokens else decode_only
+        overhead = (c.overhead_ms + eager * c.eager_overhead_ms) * 1e-3
+        out = dict(zip(PHASES, (prefill, verify, draft_prefill, indexer, rest, reject, overhead),
+                       strict=True))
+        sizes = [v.shape for v in out.values() if isinstance(v, np.ndarray) and v.ndim]
+        if not sizes:
+            return {name: np.float64(v) for name, v in out.items()}
+        return {name: np.broadcast_to(np.asarray(v, float), sizes[0]) for name, v in out.items()}
+
+
+@functools.lru_cache(maxsize=16)
+def _model_params(m: ModelSpec) -> dict[str, float]:
+    """Parameter counts of one layer's weight groups (the whole model for `embed`)."""
+    h, nh = m.hidden_size, m.num_heads
+    return {
+        "attn_rep": h * m.q_lora_rank + h * (m.kv_lora_rank + m.qk_rope_head_dim),
+        "attn_sh": (m.q_lora_rank * nh * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+                    + m.kv_lora_rank * nh * (m.qk_nope_head_dim + m.v_head_dim)
+                    + nh * m.v_head_dim * h),
+        "indexer": (m.q_lora_rank * m.index_n_heads * m.index_head_dim
+                    + h * m.index_head_dim + h * m.index_n_heads),
+        "dense": 3 * h * m.intermediate_size,
+        "expert": 3 * h * m.moe_intermediate_size,
+        "router": h * m.num_routed_experts,
+        "embed": m.vocab_size * h,
+        "eh_proj": 2 * h * h,
+    }
+
+
+def check_fits(exp: Experiment, source: str | None = None) -> None:
+    """The weights and the KV cache of the largest batch must fit in GPU memory: the simulator
+    does not model preemption, so a batch that would preempt is refused."""
+    cm = CostModel(exp, BASELINE)
+    budget = exp.hardware.memory_gib * 2**30 * exp.engine.gpu_memory_utilization
+    weights = cm.weight_bytes_per_gpu()
+    src = source or exp.source
+    if weights >= budget:
+        raise SpecError(src, "engine.tp", f"expected enough GPUs for the weights: "
+                        f"{weights / 2**30:.0f} GiB per GPU at tp={exp.engine.tp} exceeds "
+                        f"{budget / 2**30:.0f} GiB (hardware.memory_gib x gpu_memory_utilization)")
+    w = exp.workload
+    seqs = min(exp.engine.max_num_seqs, w.max_concurrency or w.num_prompts, w.num_prompts)
+    spread_in = 1 + (w.input_len_spread if w.input_len_distribution == "uniform" else 0)
+    spread_out = 1 + (w.output_len_spread if w.output_len_distribution == "uniform" else 0)
+    tokens = seqs * (w.input_len * spread_in + w.output_len * spread_out + exp.k + 1)
+    need = tokens * cm.kv_bytes_per_token()
+    if weights + need > budget:
+        raise SpecError(src, "engine.max_num_seqs", f"expected a batch whose KV cache fits: "
+                        f"{seqs} requests need {need / 2**30:.0f} GiB per GPU beyond "
+                        f"{weights / 2**30:.0f} GiB of weights (budget {budget / 2**30:.0f} GiB); "
+                        "vLLM would preempt, which mtpsim does not model")
