@@ -1,6 +1,7 @@
 """Drive a server with a list of requests and measure it (the good half of `vllm bench
-serve`): an arrival schedule (Poisson/gamma at `request_rate`, or all at once), at most
-`max_concurrency` in flight, warm-up requests first, `/metrics` spec-decode counters scraped
+serve`): vLLM's arrival schedule (mtpsim.arrivals: gamma gaps rescaled to n / rate, or all at
+once), at most `max_concurrency` in flight (a semaphore, as vLLM: a request that waited for a
+slot is timed from when it is sent), warm-up requests first, `/metrics` spec-decode counters scraped
 before and after, and per-request records that `mtpsim.metrics` turns into vLLM's figures."""
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from mtpsim.arrivals import send_offsets
 from mtpsim.client.prometheus import parse_spec_decode
 from mtpsim.client.request import BACKENDS, RequestOutcome, Sampling, send
 from mtpsim.client.workload import BenchRequest
@@ -88,17 +88,6 @@ class BenchOutcome:
         if self.counters is None:
             result.extra["spec_decode_counters"] = "the server exposes no vllm:spec_decode_*"
         return result
-
-
-def send_offsets(n: int, request_rate: float, burstiness: float, seed: int) -> np.ndarray:
-    """Intended send times (s from the start) as vLLM 0.33.0's bench `get_request`: cumulative
-    gamma gaps with mean 1/rate, rescaled so that the last request goes out at exactly n / rate
-    (vLLM does so to keep throughput stable across seeds)."""
-    if math.isinf(request_rate) or n == 0:
-        return np.zeros(n)
-    gaps = np.random.default_rng(seed).gamma(burstiness, 1.0 / (request_rate * burstiness), n)
-    offsets = np.cumsum(gaps)
-    return offsets * (n / request_rate / offsets[-1])
 
 
 async def fetch_counters(session: aiohttp.ClientSession,

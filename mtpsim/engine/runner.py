@@ -2,8 +2,9 @@
 
 Workload as `vllm bench serve` would send it: prompts cut from the held-out corpus at seeded
 offsets (the same prompts, lengths, arrival times and per-request seeds for every policy, so
-policies are compared on common random numbers), at most `max_concurrency` requests in flight
-(the engine's batch of live requests), `request_rate` arrivals (inf: all at t = 0).
+policies are compared on common random numbers), sent on vLLM bench's schedule with at most
+`max_concurrency` in flight (mtpsim.arrivals: a request that waited for a slot is timed from
+when the slot freed); the engine queues what it cannot batch (`max_num_seqs`).
 Timestamps run on a clock that excludes the trace's off-the-clock shadow top-k computation.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from mtpsim.arrivals import Client, send_offsets
 from mtpsim.engine import weights
 from mtpsim.engine.corpus import joined
 from mtpsim.engine.engine import EngineConfig, SpecDecodeEngine
@@ -25,7 +27,7 @@ from mtpsim.engine.model import phase_clock, sync_time
 from mtpsim.errors import SpecError
 from mtpsim.metrics import RequestRecord
 from mtpsim.result import PHASES, Result
-from mtpsim.sim.entities import draw_lengths, intended_send_times
+from mtpsim.sim.entities import draw_lengths
 from mtpsim.spec import Experiment
 from mtpsim.trace import Trace
 
@@ -56,7 +58,7 @@ def workload(exp: Experiment) -> tuple[list[list[int]], list[int], np.ndarray]:
     in_len = draw_lengths(rng, w.num_prompts, w.input_len, w.input_len_distribution, w.input_len_spread)
     out_len = draw_lengths(rng, w.num_prompts, w.output_len, w.output_len_distribution,
                            w.output_len_spread)
-    send = intended_send_times(rng, w)
+    send = send_offsets(w.num_prompts, w.request_rate, w.burstiness, exp.seed)
     held = joined(held_out=True)
     if int(in_len.max()) >= len(held):
         raise SpecError(exp.source, "workload.input_len", f"expected at most {len(held) - 1} "
@@ -116,16 +118,15 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
     itl: list[list[float]] = [[] for _ in range(n)]
     n_out = [0] * n
     counters: list = [None] * n
-    nxt, in_flight, done = 0, 0, 0
+    client = Client(send, w.max_concurrency)
+    done = 0
     while done < n:
-        now = clock()
-        while nxt < n and send[nxt] <= now and in_flight < conc:
-            engine.add_request(str(nxt), prompts[nxt], out_lens[nxt], w.temperature, w.ignore_eos,
-                               seed=exp.seed * 1_000_003 + nxt)
-            arrival[nxt] = max(float(send[nxt]), 0.0) if math.isfinite(w.request_rate) else now
-            nxt, in_flight = nxt + 1, in_flight + 1
+        for i, sent in client.send_until(clock()):
+            engine.add_request(str(i), prompts[i], out_lens[i], w.temperature, w.ignore_eos,
+                               seed=exp.seed * 1_000_003 + i)
+            arrival[i] = sent
         if not engine.has_unfinished():
-            wait = max(0.0, float(send[nxt]) - clock())
+            wait = max(0.0, client.next_send_s() - clock())
             if idle_advances:
                 idle += wait
             else:
@@ -144,7 +145,8 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
                 n_out[i] += len(o.new_token_ids)
             if o.finished:
                 finish[i], counters[i] = now, o.counters
-                in_flight, done = in_flight - 1, done + 1
+                client.on_finish(now)
+                done += 1
                 if progress is not None:
                     progress(done, n)
     duration = clock()

@@ -1,13 +1,11 @@
 """Request state as numpy arrays (one slot per request), so the simulator can advance many
-requests at once; plus the workload's length draws."""
+requests at once; plus the workload's length draws (arrival times: mtpsim.arrivals)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from mtpsim.spec.sections import WorkloadSpec
 
 
 def draw_lengths(rng: np.random.Generator, n: int, mean: int, dist: str, spread: float) -> np.ndarray:
@@ -20,16 +18,6 @@ def draw_lengths(rng: np.random.Generator, n: int, mean: int, dist: str, spread:
         return np.maximum(rng.integers(lo, hi + 1, size=n), 1)
     x = rng.lognormal(np.log(mean) - spread**2 / 2, spread, size=n)
     return np.maximum(np.rint(x).astype(np.int64), 1)
-
-
-def intended_send_times(rng: np.random.Generator, w: WorkloadSpec) -> np.ndarray:
-    """When the client means to send each request (vLLM bench: gamma inter-arrival times with
-    shape = burstiness and mean 1/rate; rate inf sends everything at t = 0)."""
-    if np.isinf(w.request_rate):
-        return np.zeros(w.num_prompts)
-    gaps = rng.gamma(w.burstiness, 1.0 / (w.request_rate * w.burstiness), size=w.num_prompts)
-    gaps[0] = 0.0
-    return np.cumsum(gaps)
 
 
 @dataclass(slots=True)

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.special import ndtri
 
+from mtpsim.arrivals import Client, send_offsets
 from mtpsim.metrics import RequestRecord, SpecDecodeCounters
 from mtpsim.models.acceptance import draw_accepted
 from mtpsim.models.build import models_for
 from mtpsim.models.cost import StepShape
 from mtpsim.result import PHASES, Result
-from mtpsim.sim.client import Client
-from mtpsim.sim.entities import RequestTable, draw_lengths, intended_send_times
+from mtpsim.sim.entities import RequestTable, draw_lengths
 from mtpsim.sim.scheduler import Plan, Scheduler
 from mtpsim.spec import Experiment
 
@@ -88,7 +88,8 @@ class Simulator:
         # a few hundred requests carry the intended spread and no accidental mean shift
         n = w.num_prompts
         self.shift = self.acc.sigma * ndtri((w_rng.permutation(n) + 0.5) / n)
-        self.client = Client(intended_send_times(w_rng, w), w.max_concurrency)
+        self.client = Client(send_offsets(n, w.request_rate, w.burstiness, exp.seed),
+                             w.max_concurrency)
         e = exp.engine
         if e.scheduler == "reference":  # no token budget; prompts prefilled whole when admitted
             self.sched = Scheduler(self.reqs, e.max_num_seqs, 2**62, False, self.k)
