@@ -5,21 +5,25 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from mtpsim.compare import ABReport, ab_compare, fidelity, mean_abs_pct_error
 from mtpsim.errors import UserError
-from mtpsim.result import Result, load_result
+
+if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
+    from mtpsim.compare import ABReport
+    from mtpsim.result import Result
 
 console = Console()
 
 
 def _load_inputs(inputs: list[str]) -> list[Result]:
     """`[POLICY=]PATH` where PATH is a result file or a folder of `*.json` results."""
+    from mtpsim.result import load_result
+
     out: list[Result] = []
     for item in inputs:
         label, sep, raw = item.partition("=")
@@ -90,6 +94,8 @@ def compare(
     Example: [cyan]mtpsim compare runs/sim runs/real[/cyan] ·
     [cyan]mtpsim compare fresh=off.json share=on.json[/cyan]
     """
+    from mtpsim.compare import ab_compare, fidelity, mean_abs_pct_error
+
     results = _load_inputs(inputs)
     by_mode: dict[str, dict[str, Result]] = {}
     for res in results:

@@ -6,13 +6,15 @@ import importlib
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from mtpsim.errors import ResultError, UserError
-from mtpsim.result import Result, load_result
+
+if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
+    from mtpsim.result import Result
 
 console = Console()
 err_console = Console(stderr=True)
@@ -26,6 +28,8 @@ RUNNERS: dict[str, str] = {
 
 def _finished(path: Path, mode: str) -> Result | None:
     """A complete result already at `path` (a rerun skips its policy), else None."""
+    from mtpsim.result import load_result
+
     if not path.is_file():
         return None
     try:

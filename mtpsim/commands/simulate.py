@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from mtpsim.result import Result
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
     from mtpsim.calibration import Calibration
+    from mtpsim.result import Result
     from mtpsim.spec import Experiment
 
 console = Console()

@@ -84,8 +84,10 @@ class AcceptanceModel:
         out = np.ones((context.size, self.k))
         if not self.parametric:
             return out
-        params = self.overlap_params
+        params, t = self.overlap_params, traits(self.policy)
         for i in range(self.k):
+            if t.runs_indexer(i):  # selects as fresh: keeps all (kappa > 0), factor exactly 1
+                continue
             o = overlap(self.policy, context, i, self.topk, params)
             out[:, i] = keep_factor(o, self.kappa)
         return out

@@ -39,16 +39,18 @@ def sim_models(exp: Experiment, policy: str,
     """Fitted models for `policy`, from `calibration` or the experiment's `[calibration] file`;
     None when neither is given (the simulator then uses its parametric and roofline models).
     Top-k: `speculative.index_topk`, else the one top-k the calibration saw."""
-    from mtpsim.calibration.schema import CalibrationError, read_calibration
-
     if calibration is None:
         if not exp.calibration.file:
             return None
+        from mtpsim.calibration.schema import read_calibration
+
         calibration = read_calibration(calibration_path(exp))
     topk = exp.speculative.index_topk
     if topk is None:
         seen = calibration.ranges.get("index_topk", [])
         if len(seen) != 1:
+            from mtpsim.calibration.schema import CalibrationError
+
             raise CalibrationError(exp.source, "speculative.index_topk",
                                    "expected a value (the calibration saw "
                                    f"{', '.join(str(int(t)) for t in seen) or 'none'})")

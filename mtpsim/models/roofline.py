@@ -16,7 +16,7 @@ consecutive steps (bulk advance), so one call prices many steps at once. Paramet
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -43,14 +43,26 @@ class CostModel:
 
     exp: Experiment
     policy: str
+    # derived once: a simulation prices thousands of steps
+    _tp: int = field(init=False, repr=False, compare=False)
+    _p: dict[str, float] = field(init=False, repr=False, compare=False)
+    _rates: dict[str, float] = field(init=False, repr=False, compare=False)
+    _hbm: float = field(init=False, repr=False, compare=False)
+    _floor_us: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        hw, c = self.exp.hardware, self.exp.calibration
+        peaks = {"bf16": hw.bf16_tflops, "fp8": hw.fp8_tflops, "fp4": hw.fp4_tflops}
+        for name, value in (("_tp", self.exp.engine.tp), ("_p", _model_params(self.exp.model)),
+                            ("_rates", {d: peak * 1e12 * c.compute_efficiency
+                                        for d, peak in peaks.items()}),
+                            ("_hbm", hw.hbm_tbps * 1e12 * c.mem_efficiency),
+                            ("_floor_us", hw.kernel_floor_us)):
+            object.__setattr__(self, name, value)
 
     # ---- derived constants -------------------------------------------------------------------
-    @property
-    def _tp(self) -> int:
-        return self.exp.engine.tp
-
     def _params(self) -> dict[str, float]:
-        return _model_params(self.exp.model)
+        return self._p
 
     def weight_bytes_per_gpu(self) -> float:
         """Resident weights on one GPU (target + MTP layers)."""
@@ -73,17 +85,14 @@ class CostModel:
 
     # ---- kernel groups -----------------------------------------------------------------------
     def _roof(self, nbytes: Num, flops_time: Num, kernels: float) -> Num:
-        c, hw = self.exp.calibration, self.exp.hardware
-        t_mem = nbytes / (hw.hbm_tbps * 1e12 * c.mem_efficiency)
-        floor = kernels * hw.kernel_floor_us * 1e-6
+        t_mem = nbytes / self._hbm
+        floor = kernels * self._floor_us * 1e-6
         if isinstance(t_mem, np.ndarray) or isinstance(flops_time, np.ndarray):
             return np.maximum(np.maximum(t_mem, flops_time), floor)
         return max(t_mem, flops_time, floor)  # scalar steps: plain floats are much faster
 
     def _rate(self, dtype: str) -> float:
-        hw, c = self.exp.hardware, self.exp.calibration
-        peak = {"bf16": hw.bf16_tflops, "fp8": hw.fp8_tflops, "fp4": hw.fp4_tflops}[dtype]
-        return peak * 1e12 * c.compute_efficiency
+        return self._rates[dtype]
 
     def _gemms(self, tokens: Num, n_attn: int, n_dense: int, n_moe: int, n_indexer: int,
                extra_params: float = 0.0) -> Num:

@@ -1,0 +1,90 @@
+"""Whole-process time of `mtpsim simulate experiments/pr47352.toml` (both policies), next to the
+interpreter's own start-up and `mtpsim --help`, and how the simulation's cost grows with the
+request count (256 -> 10,240 requests: 40x the work, so linear means <= 40x the time).
+
+Each command runs `--repeat` times in turn (interleaved, so load drifts hit all alike); the
+table gives the median wall and CPU (user + sys) seconds. On a shared machine wall time is
+noisy: compare the ratios within one run, and read CPU time as the cost on an idle machine.
+
+    python benchmarks/bench_simulate_process.py [--repeat 7] [--skip-scaling]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXP = "experiments/pr47352.toml"
+COMMANDS: dict[str, list[str]] = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
+    "mtpsim --help": [sys.executable, "-m", "mtpsim", "--help"],
+    f"mtpsim simulate {EXP}": [sys.executable, "-m", "mtpsim", "simulate", EXP],
+    f"mtpsim simulate {EXP} --json": [sys.executable, "-m", "mtpsim", "simulate", EXP, "--json"],
+}
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall s, CPU s of the child) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def process_table(repeat: int) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in COMMANDS}
+    for _ in range(repeat):
+        for name, cmd in COMMANDS.items():
+            runs[name].append(timed(cmd, env))
+    base_wall = statistics.median(w for w, _ in runs["python -c pass"])
+    print(f"whole process, median of {repeat} (interleaved)")
+    print(f"{'command':<52} {'wall s':>7} {'CPU s':>7} {'wall / python':>14}")
+    for name, r in runs.items():
+        wall, cpu = statistics.median(w for w, _ in r), statistics.median(c for _, c in r)
+        print(f"{name:<52} {wall:>7.3f} {cpu:>7.3f} {wall / base_wall:>14.1f}")
+
+
+def scaling_table(repeat: int) -> None:
+    from mtpsim.sim.simulator import simulate
+    from mtpsim.spec import load_experiment
+
+    print(f"\nsimulation only (in process, both policies), best of {repeat}")
+    print(f"{'requests':>9} {'s':>8} {'s / request (us)':>17} {'py iters / request':>19}")
+    base = None
+    for n in (256, 2_560, 10_240):
+        exp = load_experiment(ROOT / EXP, [f"workload.num_prompts={n}"])
+        best, iters = float("inf"), 0
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            results = [simulate(exp, p) for p in exp.policies]
+            best = min(best, time.perf_counter() - t0)
+            iters = sum(r.extra["python_iterations"] for r in results)
+        base = base or best
+        print(f"{n:>9} {best:>8.3f} {1e6 * best / n:>17.1f} {iters / (n * len(results)):>19.2f}"
+              f"   x{best / base:.1f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--skip-scaling", action="store_true")
+    args = ap.parse_args()
+    process_table(args.repeat)
+    if not args.skip_scaling:
+        scaling_table(max(1, args.repeat // 2))
+
+
+if __name__ == "__main__":
+    main()
