@@ -6,7 +6,10 @@ Each command runs `--repeat` times in turn (interleaved, so load drifts hit all 
 table gives the median wall and CPU (user + sys) seconds. On a shared machine wall time is
 noisy: compare the ratios within one run, and read CPU time as the cost on an idle machine.
 
-    python benchmarks/bench_simulate_process.py [--repeat 7] [--skip-scaling]
+    python benchmarks/bench_simulate_process.py [--repeat 7] [--skip-scaling] [--baseline DIR]
+
+`--baseline DIR` also times `mtpsim simulate` from another checkout (e.g. an older commit,
+`git archive COMMIT | tar -x -C DIR`), interleaved with this one, for a side-by-side ratio.
 """
 
 from __future__ import annotations
@@ -31,29 +34,36 @@ COMMANDS: dict[str, list[str]] = {
 }
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
     """(wall s, CPU s of the child) of one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, check=True)
+    subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, check=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def process_table(repeat: int) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
-    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in COMMANDS}
+def _env(root: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
+
+
+def process_table(repeat: int, baseline: Path | None) -> None:
+    cases = {name: (cmd, ROOT) for name, cmd in COMMANDS.items()}
+    if baseline is not None:
+        cases[f"baseline: mtpsim simulate {EXP}"] = (COMMANDS[f"mtpsim simulate {EXP}"],
+                                                     baseline.resolve())
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     for _ in range(repeat):
-        for name, cmd in COMMANDS.items():
-            runs[name].append(timed(cmd, env))
+        for name, (cmd, root) in cases.items():
+            runs[name].append(timed(cmd, _env(root), root))
     base_wall = statistics.median(w for w, _ in runs["python -c pass"])
     print(f"whole process, median of {repeat} (interleaved)")
     print(f"{'command':<52} {'wall s':>7} {'CPU s':>7} {'wall / python':>14}")
     for name, r in runs.items():
         wall, cpu = statistics.median(w for w, _ in r), statistics.median(c for _, c in r)
-        print(f"{name:<52} {wall:>7.3f} {cpu:>7.3f} {wall / base_wall:>14.1f}")
+        print(f"{name:<52} {wall:>7.3f} {cpu:>7.3f} {wall / base_wall:>14.1f}", flush=True)
 
 
 def scaling_table(repeat: int) -> None:
@@ -61,27 +71,31 @@ def scaling_table(repeat: int) -> None:
     from mtpsim.spec import load_experiment
 
     print(f"\nsimulation only (in process, both policies), best of {repeat}")
-    print(f"{'requests':>9} {'s':>8} {'s / request (us)':>17} {'py iters / request':>19}")
+    print(f"{'requests':>9} {'wall s':>8} {'CPU s':>8} {'CPU us / request':>17} "
+          f"{'py iters / request':>19} {'CPU x':>6}")
     base = None
     for n in (256, 2_560, 10_240):
         exp = load_experiment(ROOT / EXP, [f"workload.num_prompts={n}"])
-        best, iters = float("inf"), 0
+        wall = cpu = float("inf")
+        iters = 0
         for _ in range(repeat):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             results = [simulate(exp, p) for p in exp.policies]
-            best = min(best, time.perf_counter() - t0)
+            wall = min(wall, time.perf_counter() - t0)
+            cpu = min(cpu, time.process_time() - c0)
             iters = sum(r.extra["python_iterations"] for r in results)
-        base = base or best
-        print(f"{n:>9} {best:>8.3f} {1e6 * best / n:>17.1f} {iters / (n * len(results)):>19.2f}"
-              f"   x{best / base:.1f}")
+        base = base or cpu
+        print(f"{n:>9} {wall:>8.3f} {cpu:>8.3f} {1e6 * cpu / n:>17.1f} "
+              f"{iters / (n * len(results)):>19.2f} {cpu / base:>6.1f}", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--skip-scaling", action="store_true")
+    ap.add_argument("--baseline", type=Path, help="another checkout to time side by side")
     args = ap.parse_args()
-    process_table(args.repeat)
+    process_table(args.repeat, args.baseline)
     if not args.skip_scaling:
         scaling_table(max(1, args.repeat // 2))
 
