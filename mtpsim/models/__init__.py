@@ -6,5 +6,5 @@
 
 The simulator prices with them, the fitters (mtpsim.calibration.fit) produce their parameters,
 and samplers draw them. What a policy does comes from its declared traits (mtpsim.policies).
-`build.sim_models` picks the parametric or the fitted form for an experiment.
+`build.models_for` picks the fitted form (a calibration) or the parametric one for a simulation.
 """

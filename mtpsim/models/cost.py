@@ -43,9 +43,7 @@ class StepShape:
     prefill_reads: float = 0.0  # sum over chunks of their end position (indexer keys read once)
     prefill_done: int = 0  # chunks that complete a prompt (their last token is sampled)
 
-
-
-# ---- fitted features ----------------------------------------------------------------------------------
+# ---- fitted features ------------------------------------------------------------------------
 @dataclass(slots=True)
 class StepQuantities:
     """What a step's cost depends on (fields may be arrays over steps)."""
