@@ -22,12 +22,13 @@ from typing import Any
 import numpy as np
 
 from mtpsim.errors import SpecError
+from mtpsim.policies import policies_where
 from mtpsim.spec import Experiment, available_presets, experiment_from_dict
 from mtpsim.uncertainty.domain import Domain, extrapolation
 from mtpsim.uncertainty.draws import Draw, plan, run_draw
 from mtpsim.uncertainty.summary import Interval, Spread, adjust, interval
 
-VLLM_POLICIES = ("fresh", "share")  # what vLLM 0.33.0 can run (index_share_for_mtp_iteration)
+VLLM_POLICIES = policies_where(lambda t: t.vllm)  # what vLLM 0.33.0 can run (declared traits)
 # the measured sharing-off rates the acceptance model starts from (experiments/pr47352.toml)
 PR_RATES = (0.8745, 0.6010, 0.3534)
 PR_DOMAIN = Domain("the PR's measured rows (experiments/pr47352.toml)",
@@ -238,7 +239,7 @@ def advise(dep: Deployment, jobs: int = 1,
            progress: Callable[[int, int], None] | None = None) -> Advice:
     import time
 
-    from mtpsim.sim.cost import check_fits
+    from mtpsim.models.roofline import check_fits
 
     t0 = time.perf_counter()
     cells, skipped, exps = [], [], {}

@@ -129,8 +129,8 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int = 1,
               progress: Callable[[int, int], None] | None = None) -> UncertaintyRun:
     """Draw `n` parameter sets, simulate every policy on each, condition on the measured rows
     where the experiment holds them for its own setup."""
-    from mtpsim.calibration.models import calibration_path
     from mtpsim.calibration.schema import read_calibration
+    from mtpsim.models.build import calibration_path
     from mtpsim.spec import load_experiment
 
     if n < 2:
