@@ -1,14 +1,22 @@
-"""Train the reference DSA + MTP model on the standard library's `.py` files (offline, seeded).
+"""Train a reference DSA + MTP model on the standard library's `.py` files (offline, seeded).
 
-Phases, each time-budgeted:
+Phases, each time-budgeted (a phase with 0 minutes is skipped):
   A  dense pretraining: next-token loss + 0.3 x MTP next-next-token loss (DeepSeek-V3 style)
+  L  dense context extension (optional, --extend-minutes): as A on --extend-context windows,
+     so the model has seen the long contexts it will serve (e.g. 8 K with a 16 K RoPE table)
   B  indexer distillation: main model and MTP block frozen, each layer's indexer (the MTP
      layer's included) trained on KL(dense attention, summed over heads || softmax(indexer))
   C  sparse fine-tune: top-k sparse attention from the frozen indexers, LM losses as in A
-Checkpoints (fp32) and a JSON-lines log go to --work-dir; the final fp16 weights and a JSON
-sidecar (config + training stats) go to --export.
+`--size` picks the architecture (small ~1.2 M, base 4.5 M = the shipped model, large ~20 M
+parameters); the recipe is the same for every size. Checkpoints (fp32 weights, the optimizer's
+state and the data generator's state, all safetensors) and a JSON-lines log go to --work-dir;
+rerunning the same command resumes from the last checkpoint there. The final fp16 weights and
+a JSON sidecar (config + training stats) go to --export.
 
     python experiments/train_reference.py --minutes 100 --seed 0
+    python experiments/train_reference.py --size small --rope-table 16384 --minutes 100 \
+        --extend-minutes 25 --extend-context 8192 --work-dir /work/ckpt/small \
+        --export /work/ckpt/small/reference-small.safetensors
 
 `--init` continues from saved weights (their recorded phases and tokens are kept), e.g. phases
 B and C alone after a phase-A-only run:
@@ -23,6 +31,7 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -32,6 +41,14 @@ from mtpsim.engine.corpus import joined
 from mtpsim.engine.model import ModelArgs, Transformer
 
 ROOT = Path(__file__).resolve().parents[1]
+SIZES: dict[str, dict[str, int]] = {
+    "small": {"n_layer": 4, "dim": 128, "n_head": 4, "intermediate_size": 352},
+    "base": {"n_layer": 4, "dim": 256, "n_head": 4, "intermediate_size": 704},
+    "large": {"n_layer": 5, "dim": 512, "n_head": 8, "intermediate_size": 1408},
+}
+# Arguments that must match for a rerun to resume the run in --work-dir.
+RUN_KEYS = ("size", "seed", "minutes", "extend_minutes", "distill_minutes", "sparse_minutes", "context",
+            "extend_context", "distill_context", "long_context", "tokens_per_step", "topk", "rope_table")
 
 
 def batches(data: torch.Tensor, batch: int, length: int, gen: torch.Generator) -> torch.Tensor:
@@ -47,20 +64,53 @@ def evaluate(model: Transformer, held: torch.Tensor, context: int, mode: str, to
     step = (held.numel() - context - 3) // n
     seq = torch.stack([held[i * step:i * step + context + 2] for i in range(n)]).long()
     main, mtp = 0.0, 0.0
-    for chunk in seq.split(2):
+    for chunk in seq.split(2 if context <= 2048 else 1):
         a, b, _ = model.forward_train(chunk, "dense" if mode == "distill" else mode, topk)
         main, mtp = main + a.item() * len(chunk), mtp + b.item() * len(chunk)
     model.train()
     return main / n, mtp / n
 
 
+def save_optimizer(path: Path, opt: torch.optim.Optimizer, gen: torch.Generator, tag: str) -> None:
+    """The optimizer's per-parameter tensors and the data generator's state, as safetensors."""
+    from safetensors.torch import save_file
+
+    flat = {"rng": gen.get_state()}
+    for i, st in opt.state_dict()["state"].items():
+        for k, v in st.items():
+            flat[f"{i}.{k}"] = torch.as_tensor(v).detach().clone().contiguous()
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(flat, str(tmp), metadata={"checkpoint": tag})
+    tmp.replace(path)
+
+
+def load_optimizer(path: Path, opt: torch.optim.Optimizer, gen: torch.Generator, tag: str) -> None:
+    from safetensors import safe_open
+
+    with safe_open(str(path), "pt") as f:
+        if (f.metadata() or {}).get("checkpoint") != tag:
+            raise SystemExit(f"{path}: checkpoint tag differs from resume.json ({tag!r}); use --restart")
+        flat = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open has no __iter__)
+    gen.set_state(flat.pop("rng"))
+    state: dict[int, dict[str, torch.Tensor]] = {}
+    for key, v in flat.items():
+        i, k = key.split(".", 1)
+        state.setdefault(int(i), {})[k] = v
+    sd = opt.state_dict()
+    opt.load_state_dict({"state": state, "param_groups": sd["param_groups"]})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", choices=sorted(SIZES), default="base", help="architecture (see SIZES)")
+    ap.add_argument("--rope-table", type=int, default=8192, help="RoPE table = longest servable context")
     ap.add_argument("--minutes", type=float, default=100.0, help="total wall-clock budget")
+    ap.add_argument("--extend-minutes", type=float, default=0.0, help="phase L (long dense windows)")
     ap.add_argument("--distill-minutes", type=float, default=8.0)
     ap.add_argument("--sparse-minutes", type=float, default=10.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--context", type=int, default=1024, help="phase A window")
+    ap.add_argument("--extend-context", type=int, default=8192, help="phase L window")
     ap.add_argument("--distill-context", type=int, default=1024, help="phase B window")
     ap.add_argument("--long-context", type=int, default=2048, help="phase C window")
     ap.add_argument("--tokens-per-step", type=int, default=8192)
@@ -75,6 +125,7 @@ def main() -> None:
     ap.add_argument("--init", type=Path, help="start from these weights (.safetensors + .json)")
     ap.add_argument("--init-indexers", type=Path,
                     help="then take the indexers' weights from this file (warm-started distillation)")
+    ap.add_argument("--restart", action="store_true", help="ignore a resumable checkpoint in --work-dir")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -84,9 +135,21 @@ def main() -> None:
     log = (a.work_dir / "train.log").open("a")
     train = torch.from_numpy(np.frombuffer(joined(False), dtype=np.uint8).copy())
     held = torch.from_numpy(np.frombuffer(joined(True), dtype=np.uint8).copy())
-    args = ModelArgs(index_topk=a.topk)
-    model = Transformer(args) if a.init is None else weights.load(a.init).train()
-    if a.init_indexers is not None:
+    ckpt, opt_file = a.work_dir / "ckpt.safetensors", a.work_dir / "opt.safetensors"
+    resume_file = a.work_dir / "resume.json"
+    run = {k: getattr(a, k) for k in RUN_KEYS}
+    resume: dict[str, Any] | None = None
+    if resume_file.exists() and not a.restart:
+        resume = json.loads(resume_file.read_text())
+        if resume["run"] != run:
+            raise SystemExit(f"{resume_file}: a different run ({resume['run']}); use --restart")
+        if weights.read_meta(ckpt).get("checkpoint") != resume["tag"]:
+            raise SystemExit(f"{ckpt}: checkpoint tag differs from {resume_file}; use --restart")
+        model = weights.load(ckpt).train()
+    else:
+        args = ModelArgs(index_topk=a.topk, max_seq_len=a.rope_table, **SIZES[a.size])
+        model = Transformer(args) if a.init is None else weights.load(a.init).train()
+    if a.init_indexers is not None and resume is None:
         from safetensors.torch import load_file
 
         idx = {k: v.float() for k, v in load_file(str(a.init_indexers)).items() if ".indexer." in k}
@@ -94,47 +157,75 @@ def main() -> None:
         assert len(missing) == len(model.state_dict()) - len(idx), "indexer names do not match"
     n_params = sum(p.numel() for p in model.parameters())
     t_start = time.monotonic()
-    stats: dict[str, object] = {"seed": a.seed, "params": n_params, "train_bytes": train.numel(),
-                                "held_out_bytes": held.numel(), "tokens": 0, "phases": {}}
+    stats: dict[str, Any] = {"seed": a.seed, "size": a.size, "params": n_params, "train_bytes": train.numel(),
+                             "held_out_bytes": held.numel(), "tokens": 0, "phases": {}}
+
+    def elapsed_total() -> float:
+        return time.monotonic() - t_start + float(stats.get("earlier_minutes", 0.0)) * 60
 
     def emit(rec: dict[str, object]) -> None:
-        rec = {"minute": round((time.monotonic() - t_start) / 60, 2), **rec}
+        rec = {"minute": round(elapsed_total() / 60, 2), **rec}
         log.write(json.dumps(rec) + "\n")
         log.flush()
         print(json.dumps(rec), flush=True)
 
-    def checkpoint(tag: str) -> None:
-        weights.save(model, a.work_dir / "ckpt.safetensors", torch.float32, {"checkpoint": tag, **stats})
+    def checkpoint(tag: str, phase: int, phase_s: float, step: int, tokens: int,
+                   opt: torch.optim.Optimizer | None) -> None:
+        """Weights, optimizer + generator, then resume.json last (it names the checkpoint)."""
+        stats["earlier_minutes"] = elapsed_total() / 60
+        nonlocal t_start
+        t_start = time.monotonic()
+        weights.save(model, ckpt, torch.float32, {"checkpoint": tag, **stats})
+        if opt is not None:
+            save_optimizer(opt_file, opt, gen, tag)
+        state = {"tag": tag, "run": run, "phase": phase, "phase_s": phase_s, "step": step, "tokens": tokens,
+                 "has_opt": opt is not None, "rng": None if opt is not None else gen.get_state().tolist(),
+                 "stats": stats}
+        tmp = resume_file.with_name(resume_file.name + ".tmp")
+        tmp.write_text(json.dumps(state) + "\n")
+        tmp.replace(resume_file)
 
-    if a.init is not None:  # continuing: keep the earlier phases' record
+    if resume is not None:
+        stats = resume["stats"]
+        if resume["rng"] is not None:
+            gen.set_state(torch.tensor(resume["rng"], dtype=torch.uint8))
+    elif a.init is not None:  # continuing: keep the earlier phases' record
         before = weights.read_meta(a.init)
         stats["tokens"] = before.get("tokens", 0)
         stats["phases"] = dict(before.get("phases", {}))
         stats["earlier_minutes"] = before.get("minutes") or sum(
             float(ph.get("minutes", 0.0)) for ph in stats["phases"].values())
-    emit({"event": "start", "params": n_params, "train_bytes": train.numel(), "args": vars(a) | {
-        "work_dir": str(a.work_dir), "export": str(a.export), "init": a.init and str(a.init),
-        "init_indexers": a.init_indexers and str(a.init_indexers)}})
-    dense_min = a.minutes - a.distill_minutes - a.sparse_minutes
-    phases = [("A", "dense", dense_min, a.context), ("B", "distill", a.distill_minutes, a.distill_context),
-              ("C", "sparse", a.sparse_minutes, a.long_context)]
-    for name, mode, minutes, ctx in phases:
-        if minutes <= 0:
+    emit({"event": "resume" if resume else "start", "params": n_params, "args": {
+        k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
+        **({"from": resume["tag"]} if resume else {})})
+    dense_min = a.minutes - a.extend_minutes - a.distill_minutes - a.sparse_minutes
+    phases = [("A", "dense", dense_min, a.context, a.lr),
+              ("L", "dense", a.extend_minutes, a.extend_context, a.lr * 0.3),
+              ("B", "distill", a.distill_minutes, a.distill_context, a.distill_lr),
+              ("C", "sparse", a.sparse_minutes, a.long_context, a.lr * 0.15)]
+    first = resume["phase"] if resume else 0
+    for pi, (name, mode, minutes, ctx, lr) in enumerate(phases):
+        if minutes <= 0 or pi < first:
             continue
         is_idx = {n: ".indexer." in n for n, _ in model.named_parameters()}
         for n, p in model.named_parameters():
             p.requires_grad_(is_idx[n] if mode == "distill" else not is_idx[n])
         params = [p for p in model.parameters() if p.requires_grad]
-        lr = {"dense": a.lr, "distill": a.distill_lr, "sparse": a.lr * 0.15}[mode]
         wd = 0.0 if mode == "distill" else 0.1
         opt = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.95), weight_decay=wd)
         batch = max(1, a.tokens_per_step // ctx)
-        t0, last_ckpt, step, tokens = time.monotonic(), time.monotonic(), 0, 0
+        done_s, step, tokens = 0.0, 0, 0
+        if resume and pi == first and resume["has_opt"]:
+            load_optimizer(opt_file, opt, gen, resume["tag"])
+            done_s, step, tokens = resume["phase_s"], resume["step"], resume["tokens"]
+            emit({"event": "resumed", "phase": name, "step": step, "phase_minutes": round(done_s / 60, 2)})
+        t0, last_ckpt = time.monotonic() - done_s, time.monotonic()
         budget = minutes * 60
+        cosine = name in ("A", "L")
         while (el := time.monotonic() - t0) < budget:
             frac = el / budget
-            warm = min(1.0, (step + 1) / (50 if mode == "dense" else 5))
-            decay = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)) if mode == "dense" else 1.0
+            warm = min(1.0, (step + 1) / (50 if name == "A" else 5))
+            decay = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)) if cosine else 1.0
             for g in opt.param_groups:
                 g["lr"] = lr * warm * decay
             seq = batches(train, batch, ctx + 2, gen)
@@ -145,31 +236,43 @@ def main() -> None:
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             step, tokens = step + 1, tokens + batch * ctx
-            stats["tokens"] = int(stats["tokens"]) + batch * ctx  # type: ignore[call-overload]
+            stats["tokens"] = int(stats["tokens"]) + batch * ctx
             if step % 10 == 0:
                 emit({"phase": name, "step": step, "loss": round(loss.item(), 4),
                       "mtp_loss": round(mtp_loss.item(), 4), "kl": round(kl.item(), 4),
                       "tok_s": round(tokens / (time.monotonic() - t0))})
             if time.monotonic() - last_ckpt > a.checkpoint_minutes * 60:
+                t_eval = time.monotonic()
                 ev = evaluate(model, held, ctx, "dense" if mode == "dense" else "sparse", a.topk)
                 emit({"phase": name, "step": step, "held_out": ev})
-                checkpoint(f"{name}:{step}")
+                t0 += time.monotonic() - t_eval  # evaluations do not eat the phase's training budget
+                checkpoint(f"{name}:{step}", pi, time.monotonic() - t0, step, tokens, opt)
                 last_ckpt = time.monotonic()
         dense_ev = evaluate(model, held, a.context, "dense", a.topk)
         sparse_ev = evaluate(model, held, a.context, "sparse", a.topk)
-        if name in stats["phases"]:  # type: ignore[operator]  # a continuation repeating a phase
-            name = f"{name}{sum(k.startswith(name) for k in stats['phases'])}"  # type: ignore[union-attr]
-        stats["phases"][name] = {  # type: ignore[index]
-            "mode": mode, "minutes": round((time.monotonic() - t0) / 60, 2), "steps": step,
+        key = name
+        if key in stats["phases"]:  # a continuation repeating a phase
+            key = f"{name}{sum(k.startswith(name) for k in stats['phases'])}"
+        stats["phases"][key] = {
+            "mode": mode, "minutes": round(budget / 60 if el >= budget else el / 60, 2), "steps": step,
             "tokens": tokens, "context": ctx, "batch": batch,
             "held_out_dense": {"main": round(dense_ev[0], 4), "mtp": round(dense_ev[1], 4)},
             f"held_out_top{a.topk}": {"main": round(sparse_ev[0], 4), "mtp": round(sparse_ev[1], 4)}}
-        emit({"event": "phase_end", "phase": name, **stats["phases"][name]})  # type: ignore[index]
-        checkpoint(f"{name}:end")
-    stats["minutes"] = round((time.monotonic() - t_start) / 60 + float(stats.get("earlier_minutes", 0.0)), 2)
+        emit({"event": "phase_end", "phase": key, **stats["phases"][key]})
+        checkpoint(f"{name}:end", pi + 1, 0.0, 0, 0, None)
+    if a.extend_minutes > 0 and "held_out_long" not in stats:  # the long windows the model was extended to
+        ctx = a.extend_context
+        d = evaluate(model, held, ctx, "dense", a.topk, n=4)
+        s = evaluate(model, held, ctx, "sparse", a.topk, n=4)
+        stats["held_out_long"] = {"context": ctx, "windows": 4,
+                                  "dense": {"main": round(d[0], 4), "mtp": round(d[1], 4)},
+                                  f"top{a.topk}": {"main": round(s[0], 4), "mtp": round(s[1], 4)}}
+        emit({"event": "held_out_long", **stats["held_out_long"]})
+    stats["minutes"] = round(elapsed_total() / 60, 2)
     stats["loss_unit"] = f"nats/byte, held-out stdlib modules, context {a.context}"
-    weights.save(model, a.export, torch.float16, stats)
-    emit({"event": "exported", "path": str(a.export), **stats})
+    record = {k: v for k, v in stats.items() if k != "earlier_minutes"}
+    weights.save(model, a.export, torch.float16, record)
+    emit({"event": "exported", "path": str(a.export), **record})
 
 
 if __name__ == "__main__":
