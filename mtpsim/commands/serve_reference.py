@@ -23,8 +23,9 @@ def serve_reference(
         "--set", help="Override a spec field: section.key=value (repeatable), e.g. "
         "--set speculative.num_speculative_tokens=2.")] = None,
     weights: Annotated[str | None, typer.Option(
-        help="'builtin', a .safetensors path, or 'random-tiny' (an untrained 1-layer model for "
-        "tests). Default: the spec's reference.weights. E.g. --weights random-tiny.")] = None,
+        help="A shipped size ('builtin' = 'base', 'small', 'large'), a .safetensors path, or "
+        "'random-tiny' (an untrained 1-layer model for tests). Default: the spec's "
+        "reference.weights. E.g. --weights small.")] = None,
     max_model_len: Annotated[int, typer.Option(
         help="Prompt + output tokens per request, e.g. --max-model-len 2048.")] = 4096,
     max_num_seqs: Annotated[int, typer.Option(
@@ -61,17 +62,20 @@ def serve_reference(
     exp = (load_experiment(experiment, set_ or []) if experiment is not None
            else experiment_from_dict({}, overrides=set_ or []))
     w = weights if weights is not None else exp.reference.weights
-    if w == "builtin":
-        from mtpsim.engine.weights import BUILTIN
+    from mtpsim.engine import weights as weights_mod
 
-        if not BUILTIN.is_file():
-            raise UserError(BUILTIN, None, "the shipped reference weights are missing; pass "
+    if w in weights_mod.NAMED:
+        path = weights_mod.NAMED[w]
+        if not path.is_file():
+            raise UserError(path, None, f"the shipped reference weights {w!r} are missing "
+                            f"(present: {', '.join(weights_mod.available()) or 'none'}); pass "
                             f"--weights PATH or {TINY_RANDOM}")
     elif w != TINY_RANDOM:
         from mtpsim.engine.weights import sidecar
 
         if not Path(w).is_file():
-            raise UserError(None, "--weights", f"expected builtin, {TINY_RANDOM} or a file, got {w!r}")
+            raise UserError(None, "--weights", f"expected builtin, small, base, large, {TINY_RANDOM} "
+                            f"or a file, got {w!r}")
         if not sidecar(Path(w)).is_file():
             raise UserError(w, None, f"expected its config next to it in {sidecar(Path(w))} "
                             "(weights are saved as .safetensors + .json)")

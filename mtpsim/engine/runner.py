@@ -44,10 +44,14 @@ def resolve_device(name: str) -> torch.device:
 
 def weights_path(exp: Experiment) -> Path:
     raw = exp.reference.weights
-    path = weights.BUILTIN if raw == "builtin" else Path(raw).expanduser()
+    path = weights.resolve(raw)
+    if raw in weights.NAMED and not (path.is_file() and weights.sidecar(path).is_file()):
+        raise SpecError(exp.source, "reference.weights", f"expected a shipped size "
+                        f"({', '.join(weights.available()) or 'none present'}), but {raw!r} has no "
+                        f"weights in {path.parent}")
     if not path.is_file() or not weights.sidecar(path).is_file():
-        raise SpecError(exp.source, "reference.weights",
-                        f"expected 'builtin' or a .safetensors file with its .json sidecar, got {raw!r}")
+        raise SpecError(exp.source, "reference.weights", "expected a size (small, base, large) "
+                        f"or a .safetensors file with its .json sidecar, got {raw!r}")
     return path
 
 

@@ -11,6 +11,21 @@ import torch
 from mtpsim.engine.model import ModelArgs, Transformer
 
 BUILTIN = Path(__file__).parent / "weights" / "reference.safetensors"
+# Shipped model sizes, trained with the same recipe (experiments/train_reference.py --size);
+# "builtin" is "base", the default. Only a size whose file is present can be selected.
+NAMED = {"builtin": BUILTIN, "base": BUILTIN,
+         "small": BUILTIN.with_name("reference-small.safetensors"),
+         "large": BUILTIN.with_name("reference-large.safetensors")}
+
+
+def available() -> list[str]:
+    """The shipped sizes whose weights are present (besides the alias 'builtin')."""
+    return [n for n, p in NAMED.items() if n != "builtin" and p.is_file() and sidecar(p).is_file()]
+
+
+def resolve(raw: str) -> Path:
+    """A size name ('small', 'base' = 'builtin', 'large') or a path -> the .safetensors path."""
+    return NAMED[raw] if raw in NAMED else Path(raw).expanduser()
 
 
 def sidecar(path: Path) -> Path:

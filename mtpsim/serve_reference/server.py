@@ -22,7 +22,7 @@ class ServerOptions:
     policy: str
     port: int
     model_name: str = "mtpsim-reference"
-    weights: str = "builtin"  # "builtin", a path, or TINY_RANDOM
+    weights: str = "builtin"  # a size (builtin = base, small, large), a path, or TINY_RANDOM
     num_speculative_tokens: int = 3
     index_topk: int | None = None  # None: the weights' own
     max_num_seqs: int = 8
@@ -49,8 +49,7 @@ def build_engine(opts: ServerOptions) -> Any:
                                       n_index_head=2, index_head_dim=8, index_topk=16,
                                       max_seq_len=opts.max_model_len + 64)).eval()
     else:
-        path = None if opts.weights == "builtin" else opts.weights
-        model = weights_mod.load(path, device=opts.device)
+        model = weights_mod.load(weights_mod.resolve(opts.weights), device=opts.device)
     model = model.to(opts.device)
     cfg = EngineConfig(num_speculative_tokens=opts.num_speculative_tokens,
                        index_topk=opts.index_topk or model.args.index_topk,

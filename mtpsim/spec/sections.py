@@ -188,7 +188,8 @@ class CalibrationSpec:
 class ReferenceSpec:
     """The reference PyTorch engine (`mtpsim run-real`)."""
 
-    weights: str = option("builtin", "'builtin' or a path to weights")
+    weights: str = option("builtin", "a shipped size: 'builtin' (= 'base', 4.5 M parameters), "
+                          "'small' or 'large' when their weights are present; or a path to weights")
     device: str = option("auto", "where it runs", one_of("auto", "cpu", "cuda"))
     threads: int = option(0, "torch threads (0 = torch's default)", _nonneg)
     clock: str = option("wall", "time base of every timing: wall, or cpu (the serving thread's "
