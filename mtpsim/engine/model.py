@@ -85,12 +85,23 @@ class LayerCache(nn.Module):
         ik = (max_batch, max_seq, args.index_head_dim)
         self.register_buffer("ik", torch.zeros(ik, dtype=dtype), persistent=False)
 
-    def update(self, slots: Tensor, input_pos: Tensor, k: Tensor, v: Tensor, ik: Tensor) -> None:
-        # slots [B], input_pos [B, T], k/v [B, T, H, D], ik [B, T, DI]
+    def update(self, slots: Tensor, input_pos: Tensor, k: Tensor, v: Tensor) -> None:
+        # slots [B], input_pos [B, T], k/v [B, T, H, D]
         rows = slots[:, None]
         self.k[rows, input_pos] = k
         self.v[rows, input_pos] = v
-        self.ik[rows, input_pos] = ik
+
+    def update_index_keys(self, slots: Tensor, input_pos: Tensor, ik: Tensor) -> None:
+        self.ik[slots[:, None], input_pos] = ik  # ik [B, T, DI]
+
+
+@dataclass
+class IndexerWork:
+    """Rows each part of one layer's indexer processed (the indexer-work test reads these)."""
+
+    projected: int = 0  # query/key/weight projections
+    keys_written: int = 0  # indexer keys stored in the cache
+    scored: int = 0  # query rows scored against the cached keys and top-k selected
 
 
 # (cos, sin) for attention heads, then (cos, sin) for indexer heads, gathered at the positions.
@@ -107,6 +118,10 @@ class Attention(nn.Module):
         self.wo = nn.Linear(args.dim, args.dim, bias=False)
         self.indexer = Indexer(args.dim, args.n_index_head, args.index_head_dim)
         self.cache: LayerCache | None = None
+        self.work = IndexerWork()
+        # True: project and write indexer keys even where the chooser reuses rows (the engine
+        # before issue #11; kept so benchmarks can time both side by side)
+        self.eager_index_keys = False
 
     def _qkv(self, x: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         B, T, _ = x.shape
@@ -119,13 +134,31 @@ class Attention(nn.Module):
         assert self.cache is not None, "call setup_caches() first"
         B, T, _ = x.shape
         q, k, v = self._qkv(x, rope[0], rope[1])
-        qi, ki, wi = self.indexer.project(x, rope[2], rope[3])
-        self.cache.update(slots, input_pos, k, v, ki)
+        cache, work = self.cache, self.work
+        cache.update(slots, input_pos, k, v)
         n_keys = int(input_pos.max()) + 1  # keys beyond the furthest query are never selected
 
-        def fresh() -> Tensor:
-            return select_topk(index_scores(qi, self.cache.ik[slots, :n_keys], wi, input_pos), topk)
+        proj: list[Tensor] = []
 
+        def index_keys() -> list[Tensor]:
+            """Indexer projections and key writes of these rows, once."""
+            if not proj:
+                qi, ki, wi = self.indexer.project(x, rope[2], rope[3])
+                cache.update_index_keys(slots, input_pos, ki)
+                proj.extend((qi, wi))
+                work.projected, work.keys_written = work.projected + B * T, work.keys_written + B * T
+            return proj
+
+        def fresh() -> Tensor:
+            """The whole indexer: projections, key writes, scoring, top-k. A chooser that reuses
+            rows never calls it (as vLLM skips it), so those rows' indexer keys stay unwritten
+            until the next draft prefill rewrites them; only fresh() itself reads the keys."""
+            qi, wi = index_keys()
+            work.scored += B * T
+            return select_topk(index_scores(qi, cache.ik[slots, :n_keys], wi, input_pos), topk)
+
+        if self.eager_index_keys:
+            index_keys()
         idx = fresh() if choose is None else choose(fresh)
         t0 = sync_time(x.device) if sparse_attention.on else 0.0
         sel = canonical(idx)
