@@ -122,6 +122,8 @@ class Attention(nn.Module):
         # True: project and write indexer keys even where the chooser reuses rows (the engine
         # before issue #11; kept so benchmarks can time both side by side)
         self.eager_index_keys = False
+        # measurement hook: called with each fresh selection's scores [B, T, S] and input_pos [B, T]
+        self.on_scores: Callable[[Tensor, Tensor], None] | None = None
 
     def _qkv(self, x: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         B, T, _ = x.shape
@@ -155,7 +157,10 @@ class Attention(nn.Module):
             until the next draft prefill rewrites them; only fresh() itself reads the keys."""
             qi, wi = index_keys()
             work.scored += B * T
-            return select_topk(index_scores(qi, cache.ik[slots, :n_keys], wi, input_pos), topk)
+            scores = index_scores(qi, cache.ik[slots, :n_keys], wi, input_pos)
+            if self.on_scores is not None:
+                self.on_scores(scores, input_pos)
+            return select_topk(scores, topk)
 
         if self.eager_index_keys:
             index_keys()
