@@ -10,7 +10,7 @@ and writing the MTP indexer's keys at the reused steps (`Attention.eager_index_k
 interleaved with the other two, so the faithful skip's gain is a side-by-side ratio.
 
     python benchmarks/bench_reference.py --contexts 1024 2048 4096 --batch 4 --threads 1
-    python benchmarks/bench_reference.py --contexts 1024 4096 8188 --before   # base: 8 K rope table
+    python benchmarks/bench_reference.py --contexts 1024 4096 8156 --before   # base: 8 K rope table
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class _State:
 def time_proposes(model: Transformer, ctx: int, batch: int, k: int, topk: int,
                   repeats: int, variants: list[str]) -> dict[str, dict[str, float]]:
     """Median seconds of one propose over `batch` requests at context `ctx` (caches random-filled),
-    the variants interleaved repeat by repeat so machine noise hits them alike."""
+    the variants interleaved repeat by repeat (in rotated order) so machine noise hits them alike."""
     model.setup_caches(batch, ctx + k + 1, topk)
     g = torch.Generator().manual_seed(0)
     for block in [*model.layers, model.mtp.block]:
@@ -56,8 +56,10 @@ def time_proposes(model: Transformer, ctx: int, batch: int, k: int, topk: int,
     mtp = model.mtp
     times: dict[str, dict[str, list[float]]] = {n: {"step0": [], "steps": [], "indexer": []}
                                                 for n in policies}
-    for _ in range(repeats):
-        for name, pol in policies.items():
+    order = list(policies)
+    for rep in range(repeats):
+        for name in order[rep % len(order):] + order[:rep % len(order)]:  # rotated: no order bias
+            pol = policies[name]
             att.eager_index_keys = VARIANTS[name][1]
             t0 = time.perf_counter()
             pol.on_prefill_begin(batch)
@@ -114,9 +116,9 @@ def main() -> None:
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     model = weights.load(weights.resolve(a.weights))
-    if max(a.contexts) + a.k + 1 > model.args.max_seq_len:
-        ap.error(f"--contexts: at most {model.args.max_seq_len - a.k - 1} with these weights "
-                 f"(RoPE table {model.args.max_seq_len}, k {a.k})")
+    if max(a.contexts) + a.out_len + a.k + 1 > model.args.max_seq_len:
+        ap.error(f"--contexts: at most {model.args.max_seq_len - a.out_len - a.k - 1} with these "
+                 f"weights (RoPE table {model.args.max_seq_len}, k {a.k}, --out-len {a.out_len})")
     variants = ["fresh", "share", *(["share (before)"] if a.before else [])]
     print(f"reference model, batch {a.batch}, k {a.k}, top-{a.topk}, {a.threads} thread(s), "
           f"median of {a.repeats}; times in ms per propose")
