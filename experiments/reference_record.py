@@ -16,6 +16,7 @@ def _pair(d: dict[str, float]) -> str:
 
 
 def row(meta: dict[str, Any]) -> str:
+    """Sidecars from before `--size` existed hold the base model."""
     cfg, ph = meta["config"], meta["phases"]
     last = list(ph.values())[-1]
     top = f"top{cfg['index_topk']}"
@@ -24,7 +25,7 @@ def row(meta: dict[str, Any]) -> str:
         f"{_pair(long['dense'])} ({top}: {_pair(long[top])}), {long['windows']} x {long['context']:,}")
     phases = ", ".join(f"{k} {v['minutes']:.0f} min @ {v['context']:,}" for k, v in ph.items())
     arch = f"{cfg['n_layer']} x d{cfg['dim']}, {cfg['n_head']} heads, RoPE {cfg['max_seq_len']:,}"
-    return (f"| {meta.get('size', '?')} | {arch} | {meta['params'] / 1e6:.2f} M | "
+    return (f"| {meta.get('size', 'base')} | {arch} | {meta['params'] / 1e6:.2f} M | "
             f"{meta['minutes']:.0f} ({phases}) | {meta['tokens'] / 1e6:.2f} M | "
             f"{_pair(last['held_out_dense'])} | {_pair(last['held_out_' + top])} | {long_cell} |")
 
