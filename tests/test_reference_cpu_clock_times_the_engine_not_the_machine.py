@@ -34,11 +34,12 @@ def test_arrivals_advance_the_cpu_clock_without_waiting(tmp_path: Path):
         "policies": ["fresh"], "seed": 1,
         "speculative": {"num_speculative_tokens": 2, "index_topk": 8},
         "workload": {"num_prompts": 3, "input_len": 20, "output_len": 6, "max_concurrency": 1,
-                     "request_rate": 0.5},
+                     "request_rate": 0.005},
         "reference": {"weights": str(path), "device": "cpu", "threads": 1, "clock": "cpu"}})
     t0 = time.perf_counter()
     result, trace = run_policy(exp, "fresh")
-    assert time.perf_counter() - t0 < 3.0  # sleeping until the arrivals would take ~4 s
+    # Sleeping until the arrivals would take ~10 minutes; the margin tolerates a loaded machine.
+    assert time.perf_counter() - t0 < 120.0
     arrivals = sorted(r.arrival_s for r in result.requests)
-    assert arrivals[-1] > 1.0  # the clock passed the intended send times
+    assert arrivals[-1] > 150.0  # the clock passed the intended send times
     assert result.extra["clock"] == "cpu" and trace.meta["clock"] == "cpu"
