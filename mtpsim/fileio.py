@@ -11,12 +11,29 @@ from typing import Any
 from mtpsim.errors import UserError
 
 
+def _umask() -> int:
+    """The process umask. Linux reports it in /proc; elsewhere it is read by setting it and
+    putting it back (os has no getter), which another thread could observe for an instant."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same folder and an atomic rename."""
+    """Write `data` to `path` through a temporary file in the same folder and an atomic rename.
+    The file gets the mode a plain `open()` would give it (0666 less the umask), not mkstemp's
+    private 0600, so others on a shared machine can read results where the umask lets them."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
