@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from mtpsim import __version__
+from mtpsim.clihelp import TeachingCommand
 from mtpsim.errors import UserError
 
 err_console = Console(stderr=True)
@@ -74,4 +75,4 @@ def main(
 
 for _name, _target in COMMANDS:
     _module, _func = _target.split(":")
-    app.command(_name)(exits_on_user_error(getattr(importlib.import_module(_module), _func)))
+    app.command(_name, cls=TeachingCommand)(exits_on_user_error(getattr(importlib.import_module(_module), _func)))
