@@ -75,4 +75,5 @@ def main(
 
 for _name, _target in COMMANDS:
     _module, _func = _target.split(":")
-    app.command(_name, cls=TeachingCommand)(exits_on_user_error(getattr(importlib.import_module(_module), _func)))
+    _fn = exits_on_user_error(getattr(importlib.import_module(_module), _func))
+    app.command(_name, cls=TeachingCommand)(_fn)
