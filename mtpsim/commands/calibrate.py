@@ -79,7 +79,9 @@ def calibrate(
                               indent=2))
         _refuse_unconverged(write, wrote, fit.message)
         return
-    console.print(fit_table(fit.before, fit.after, fit.measured, fit.simulated))
+    from mtpsim.report.fit import print_table
+
+    print_table(console, fit_table(fit.before, fit.after, fit.measured, fit.simulated))
     console.print(f"{fit.evaluations} simulations; {fit.message.rstrip('.')}; Jacobian condition "
                   f"{fit.condition:.3g}", highlight=False)
     if not identifiable(fit):

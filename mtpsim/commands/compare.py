@@ -55,8 +55,14 @@ def _ab_table(rep: ABReport, mode: str) -> Table:
     title = f"{mode}: {rep.policy_b} vs {rep.policy_a}"
     if rep.num_requests:
         title += f" ({rep.num_requests[0]} / {rep.num_requests[1]} requests, 95% bootstrap CI)"
-    t = Table(title=title, title_justify="left")
-    for col in ("Metric", rep.policy_a, rep.policy_b, "Delta", "Delta %", "95% CI", "Verdict"):
+    has_ci = any(r.has_ci for r in rep.rows)
+    t = Table(title=title, title_justify="left", caption_justify="left")
+    if not has_ci:
+        t.caption = ("No 95% CI column: these results carry no per-request records (a vLLM bench "
+                     "JSON or a transcribed table), and the bootstrap resamples requests.")
+    cols = ("Metric", rep.policy_a, rep.policy_b, "Delta", "Delta %", *(("95% CI",) if has_ci else ()),
+            "Verdict")
+    for col in cols:
         t.add_column(col, justify="left" if col in ("Metric", "Verdict") else "right")
     for r in rep.rows:
         ci = f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]" if r.has_ci else "-"
@@ -69,9 +75,11 @@ def _ab_table(rep: ABReport, mode: str) -> Table:
             verdict = "significant" if r.significant else "not significant"
         else:
             verdict = f"clears noise (±{_fmt(rep.noise_floor[r.key])})" if noise is False else ""  # type: ignore[index]
-        t.add_row(r.label, _fmt(r.a, r.key), _fmt(r.b, r.key), _fmt(r.delta), f"{r.rel_pct:+.2f}%", ci,
-                  verdict)
-    return t
+        t.add_row(r.label, _fmt(r.a, r.key), _fmt(r.b, r.key), _fmt(r.delta), f"{r.rel_pct:+.2f}%",
+                  *((ci,) if has_ci else ()), verdict)
+    from mtpsim.report.fit import footnote_dashes
+
+    return footnote_dashes(t, "no CI for this metric: it has no per-request form in these results")
 
 
 def compare(
@@ -95,6 +103,7 @@ def compare(
     [cyan]mtpsim compare fresh=off.json share=on.json[/cyan]
     """
     from mtpsim.compare import ab_compare, fidelity, mean_abs_pct_error
+    from mtpsim.report.fit import print_table
 
     results = _load_inputs(inputs)
     by_mode: dict[str, dict[str, Result]] = {}
@@ -114,7 +123,7 @@ def compare(
                 t.add_column(col, justify="left" if col == "Metric" else "right")
             for r in rows:
                 t.add_row(r.label, _fmt(r.real, r.key), _fmt(r.sim, r.key), f"{r.error_pct:+.1f}")
-            console.print(t)
+            print_table(console, t)
     for mode, pols in by_mode.items():
         if baseline not in pols:
             continue
@@ -130,7 +139,7 @@ def compare(
                           "significant": r.significant, "within_noise": rep.within_noise(r)}
                          for r in rep.rows]}
             if not as_json:
-                console.print(_ab_table(rep, mode))
+                print_table(console, _ab_table(rep, mode))
                 if rep.noise_floor is not None:
                     console.print(
                         "  Placebo: draft step 0 is computed identically under both policies, so its "

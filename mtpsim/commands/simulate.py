@@ -105,6 +105,8 @@ def simulate(
     from mtpsim.errors import UserError
     from mtpsim.fileio import output_dir
     from mtpsim.report import measured_table, phase_table, pr_table, summary_lines
+    from mtpsim.report.fit import print_table
+    from mtpsim.report.titles import setup_title
 
     calibration = None
     if uncertainty is not None:
@@ -160,14 +162,13 @@ def simulate(
         return
     if calibration is not None:
         for table in fit_tables(calibration):
-            console.print(table)
+            print_table(console, table)
         if save_calibration is not None:
             console.print(f"calibration written to {save_calibration}", highlight=False)
-    desc = exp.description or str(experiment)
-    console.print(pr_table(results, title=f"{desc} (simulated, seed {exp.seed})"))
+    print_table(console, pr_table(results, title=setup_title(exp, "simulated")))
     for line in summary_lines(results):
         console.print(line, highlight=False)
-    console.print(phase_table(results))
+    print_table(console, phase_table(results))
     from mtpsim.plots import acceptance_terminal
 
     console.print(acceptance_terminal(results))
@@ -182,7 +183,8 @@ def simulate(
         console.print("measured rows not shown: --set changed the measured setup "
                       f"({', '.join(changed)})", highlight=False)
     elif any(p in cal.measured for p in results):
-        console.print(measured_table(results, cal.measured, cal.fit_metrics, cal.fit_policy))
+        print_table(console, measured_table(results, cal.measured, cal.fit_metrics, cal.fit_policy),
+                    group=3)
         if cal.measured_source:
             console.print(f"measured: {cal.measured_source}", highlight=False)
     sim_s = sum(float(r.get("duration")) for r in results.values())

@@ -26,10 +26,20 @@ def _fmt(fmt: str, v: Any) -> str:
     return "-" if not isinstance(v, int | float) or math.isnan(v) else fmt.format(v)
 
 
+# Short axis headers, so a grid fits the terminal; the caption spells out the ones used.
+_SHORT = {"num_speculative_tokens": "k", "max_concurrency": "conc", "num_prompts": "prompts",
+          "input_len": "in", "output_len": "out", "index_topk": "top-k", "request_rate": "rate",
+          "max_num_seqs": "seqs", "max_num_batched_tokens": "tokens"}
+
+
 def _table(rows: list[dict[str, Any]], keys: list[str], title: str) -> Table:
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for k in keys:
-        t.add_column(k.split(".")[-1].replace("num_speculative_tokens", "k"), justify="right")
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+              caption_justify="left")
+    short = [_SHORT.get(k.split(".")[-1], k.split(".")[-1]) for k in keys]
+    legend = [f"{s} = {k}" for s, k in zip(short, keys, strict=True) if s != k.split(".")[-1]]
+    t.caption = "; ".join(legend) or None
+    for s in short:
+        t.add_column(s, justify="right")
     t.add_column("policy")
     for _, label, _ in _COLUMNS:
         t.add_column(label, justify="right")
@@ -127,7 +137,10 @@ def sweep(
                                "rows": rows}, indent=2))
         return
     keys = [a.key for a in axes]
-    console.print(_table(rows, keys, f"{experiment} sweep: {len(points)} points x policies (simulated)"))
+    from mtpsim.report.fit import print_table
+
+    print_table(console, _table(rows, keys, f"{experiment} sweep: {len(points)} points x policies "
+                                "(simulated)"), keep=len(keys) + 1)
     notes = sorted({n for r in ordered for n in r.get("notes", [])})
     for n in notes:
         console.print(f"note: {n}", highlight=False)

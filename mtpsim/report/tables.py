@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
+from mtpsim.report.fit import footnote_dashes
 from mtpsim.result import PHASES, Result
 
 # (label, key, kind): kind "rel" -> delta in %, "pp" -> percentage points, "abs" -> difference
@@ -75,12 +76,12 @@ def pr_table(results: Mapping[str, Result], title: str = "") -> Table:
     for n in names:
         t.add_column(n, justify="right")
     for n in names[1:]:
-        t.add_column(f"Δ {n} vs {base}", justify="right")
+        t.add_column(f"Δ {n}\nvs {base}", justify="right")
     for label, key, kind in _rows(results):
         vals = [_value(results[n], key) for n in names]
         t.add_row(label, *[_fmt(v, key) for v in vals],
                   *[_delta(vals[0], v, kind) for v in vals[1:]])
-    return t
+    return footnote_dashes(t, "that result does not report the metric, so there is no value or delta")
 
 
 def phase_table(results: Mapping[str, Result]) -> Table:
@@ -92,7 +93,7 @@ def phase_table(results: Mapping[str, Result]) -> Table:
     for n in names:
         t.add_column(n, justify="right")
     for n in names[1:]:
-        t.add_column(f"Δ {n} vs {base} (µs)", justify="right")
+        t.add_column(f"Δ {n}\nvs {base} (µs)", justify="right")
     rows = [(p, [results[n].phases.get(p, math.nan) for n in names]) for p in PHASES]
     rows.append(("total", [sum(results[n].phases.get(p, 0.0) for p in PHASES) for n in names]))
     for phase, vals in rows:
@@ -118,9 +119,12 @@ def summary_lines(results: Mapping[str, Result]) -> list[str]:
         line = f"{n} vs {names[0]}: output throughput {thr:+.2f} % (acceptance length {dlen:+.4f})"
         saved = b.extra.get("step_saving_vs_fresh_s")
         if names[0] == "fresh" and saved is not None:
-            line += (f"; saves {1e6 * saved:.1f} µs per engine step on the same batch "
-                     f"({100 * saved / (step_total_ms(b) / 1e3):.2f} % of a {step_total_ms(b):.2f} "
-                     "ms step)")
+            verb = "saves" if saved >= 0 else "costs"
+            line += (f"; {verb} {1e6 * abs(saved):.1f} µs per engine step on the same batch "
+                     f"({100 * abs(saved) / (step_total_ms(b) / 1e3):.2f} % of a "
+                     f"{step_total_ms(b):.2f} ms step)")
+            if len(b.get("spec_decode_per_position_acceptance_rates") or []) == 1:
+                line += "; at k=1 there is no draft step after step 0, so no indexer call to skip"
         out.append(line)
     return out
 
@@ -132,9 +136,9 @@ def measured_table(results: Mapping[str, Result], measured: Mapping[str, Mapping
     t.add_column("Metric")
     pols = [p for p in results if p in measured]
     for p in pols:
-        t.add_column(f"{p} sim", justify="right")
-        t.add_column(f"{p} measured", justify="right")
-        t.add_column(f"{p} error", justify="right")
+        t.add_column(f"{p}\nsim", justify="right")
+        t.add_column(f"{p}\nmeasured", justify="right")
+        t.add_column(f"{p}\nerror", justify="right")
     real = {p: Result(mode="vllm-bench", policy=p, metrics=dict(measured[p])) for p in pols}
     for label, key, kind in _rows(results):
         if not any(not math.isnan(_value(real[p], key)) for p in pols):
@@ -146,7 +150,7 @@ def measured_table(results: Mapping[str, Result], measured: Mapping[str, Mapping
             err = _delta(m, s, kind)
             cells += [_fmt(s, key), _fmt(m, key) + star, err]
         t.add_row(label, *cells)
-    return t
+    return footnote_dashes(t, "one side does not report the metric, so there is no error")
 
 
 def fit_table(before: Mapping[str, float], after: Mapping[str, float],

@@ -1,0 +1,27 @@
+"""Table titles built from the settings a run actually used (after `--set`), never from the
+experiment file's free-text description, which an override can make wrong."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mtpsim.spec import Experiment
+
+
+def setup_title(exp: Experiment, how: str) -> str:
+    """E.g. "pr47352: DeepSeek-V3.2-NVFP4 on 4 x B200 · 256 x 10,240 in / 2,048 out · conc 32 ·
+    k=3 · top-2048 (simulated, seed 0)". `how` is the mode: "simulated", "reference", "vllm"."""
+    w = exp.workload
+    if how == "reference":
+        where = "reference engine"
+    else:
+        model = (exp.model.name or exp.model.preset or "model").split("/")[-1]
+        where = f"{model} on {exp.engine.tp} x {exp.hardware.name or exp.hardware.preset}"
+    rate = "" if math.isinf(w.request_rate) else f" · rate {w.request_rate:g}/s"
+    name = Path(exp.source).stem if exp.source and exp.source != "<memory>" else ""
+    setup = (f"{where} · {w.num_prompts} x {w.input_len:,} in / {w.output_len:,} out · "
+             f"conc {w.max_concurrency}{rate} · k={exp.k} · top-{exp.index_topk}")
+    return f"{name + ': ' if name else ''}{setup} ({how}, seed {exp.seed})"

@@ -1,0 +1,184 @@
+"""Every report, rendered at 80 and 120 columns, keeps every figure whole: no cell is truncated
+("…"), no number or marker (*, %, pp, ±) is wrapped away from its digits, words wrap only at
+spaces, and no line is wider than the terminal. Titles follow the effective settings and "-"
+cells are explained below their table."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from _sweep_experiment import write_small
+from _synthetic_traces import make_trace
+from rich.console import Console
+from rich.table import Table
+from typer.testing import CliRunner
+
+from mtpsim.cli import app
+from mtpsim.report.fit import _NUMBER, cell_text, fit
+
+ROOT = Path(__file__).resolve().parents[1]
+PR = str(ROOT / "experiments" / "pr47352.toml")
+UPSTREAM = str(ROOT / "experiments" / "pr47352-upstream")
+FAST = ["--set", "workload.num_prompts=24"]
+REFERENCE = """
+seed = 1
+policies = ["fresh", "share"]
+[engine]
+scheduler = "reference"
+[speculative]
+num_speculative_tokens = 3
+index_topk = 64
+[workload]
+num_prompts = 6
+input_len = 500
+output_len = 40
+max_concurrency = 3
+"""
+
+
+@pytest.fixture
+def tables(monkeypatch):
+    """Every rich Table any console prints during the test."""
+    seen: list[Table] = []
+    original = Console.print
+
+    def recording(self, *objects, **kwargs):
+        seen.extend(o for o in objects if isinstance(o, Table))
+        return original(self, *objects, **kwargs)
+
+    monkeypatch.setattr(Console, "print", recording)
+    return seen
+
+
+def _run(args: list[str], width: int) -> str:
+    res = CliRunner().invoke(app, args, env={"COLUMNS": str(width)})
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def assert_whole(output: str, tables: list[Table], width: int) -> None:
+    assert tables, "no table was printed"
+    lines = output.splitlines()
+    assert "…" not in output
+    assert max(len(ln.rstrip()) for ln in lines) <= width
+    for t in tables:
+        for col in t.columns:
+            for cell in col._cells:
+                text = cell_text(cell).strip()
+                if not text:
+                    continue
+                if _NUMBER.match(text):  # a figure with its unit and marker: on one line, whole
+                    assert any(text in ln for ln in lines), (t.title, text)
+                else:  # words may wrap, at spaces only
+                    for word in text.split():
+                        assert any(word in ln for ln in lines), (t.title, text, word)
+    # a "-" cell is explained under its table (under the last block when the table was cut)
+    groups: dict[str, list[Table]] = {}
+    for t in tables:
+        groups.setdefault(re.sub(r" \(\d+/\d+\)$", "", cell_text(t.title or "")), []).append(t)
+    for title, parts in groups.items():
+        if any(cell_text(c).strip() == "-" for t in parts for col in t.columns for c in col._cells):
+            assert any(t.caption and "-: " in cell_text(t.caption) for t in parts), title
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_simulate_with_all_four_policies_and_measured_rows(tables, width):
+    out = _run(["simulate", PR, "-p", "fresh", "-p", "share", "-p", "share_recent",
+                "-p", "target_share"], width)
+    assert_whole(out, tables, width)
+    assert "1,629.90*" in out and "18.41*" in out  # the fitted marker stays on its number
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_simulate_fitted_to_traces(tables, width, tmp_path):
+    exp = tmp_path / "ref.toml"
+    exp.write_text(REFERENCE)
+    args = ["simulate", str(exp)]
+    for policy, seed in (("fresh", 1), ("share", 2)):
+        make_trace(policy, seed, n_requests=12).write(tmp_path / f"{policy}.trace.jsonl")
+        args += ["--trace", str(tmp_path / f"{policy}.trace.jsonl")]
+    assert_whole(_run(args, width), tables, width)
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_calibrate(tables, width, tmp_path):
+    exp = tmp_path / "pr.toml"
+    exp.write_text(Path(PR).read_text())
+    assert_whole(_run(["calibrate", str(exp), *FAST], width), tables, width)
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_compare_upstream_rows_and_sim_vs_real(tables, width, tmp_path):
+    out = _run(["compare", UPSTREAM], width)
+    assert "No 95% CI column" in out and "95% CI" not in out.replace("No 95% CI column", "")
+    _run(["simulate", str(write_small(tmp_path)), "--out", str(tmp_path / "sim")], 200)
+    real = tmp_path / "real"
+    real.mkdir()
+    for p in ("fresh", "share"):  # a "real" result: the simulated one relabelled
+        d = json.loads((tmp_path / "sim" / f"{p}.json").read_text())
+        d["mode"] = "reference"
+        (real / f"{p}.json").write_text(json.dumps(d))
+    tables.clear()
+    out = _run(["compare", str(tmp_path / "sim"), str(real)], width)
+    assert_whole(out, tables, width)
+    assert "sim vs real: fresh" in out
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_sweep(tables, width, tmp_path):
+    out = _run(["sweep", str(write_small(tmp_path)), "--set", "speculative.num_speculative_tokens=1,2",
+                "--set", "workload.max_concurrency=1,4", "--set", "workload.input_len=100,200",
+                "-j", "1"], width)
+    assert_whole(out, tables, width)
+    assert "conc = workload.max_concurrency" in out
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_run_real_report(tables, width, tmp_path, monkeypatch):
+    """The run-real report (its engine replaced by the simulator, which fills the same Result)."""
+    import mtpsim.commands.run_real as rr
+    from mtpsim.sim.simulator import simulate
+
+    class NoTrace:
+        def write(self, path):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text("")
+
+    monkeypatch.setitem(rr.RUNNERS, "reference", f"{__name__}:_sim_runner")
+    monkeypatch.setattr(sys_module(), "_sim_runner",
+                        lambda exp, policy, progress: (simulate(exp, policy), NoTrace()), raising=False)
+    exp = write_small(tmp_path)
+    exp.write_text(exp.read_text().replace('["fresh", "share"]',
+                                           '["fresh", "share", "share_recent", "target_share"]'))
+    out = _run(["run-real", str(exp), "--out", str(tmp_path / "o")], width)
+    assert_whole(out, tables, width)
+
+
+def sys_module():
+    import sys
+
+    return sys.modules[__name__]
+
+
+def test_titles_follow_set_and_k1_says_costs_not_negative_saves(tables):
+    out = _run(["simulate", PR, *FAST, "--set", "speculative.num_speculative_tokens=1"], 120)
+    title = re.sub(r"\s+", " ", out.split("┏")[0])
+    assert "k=1" in title and "k=3" not in title and "24 x 10,240 in" in title
+    assert "saves -" not in out
+    assert "at k=1 there is no draft step after step 0" in out
+
+
+def test_a_table_too_wide_is_cut_into_whole_column_blocks_with_labels_repeated():
+    t = Table(title="wide")
+    t.add_column("Metric")
+    for i in range(9):
+        t.add_column(f"policy {i}", justify="right")
+    t.add_row("Output token throughput (tok/s)", *[f"{1000 + i:,.2f}*" for i in range(9)])
+    parts = fit(t, 80)
+    assert len(parts) > 1
+    assert [c.header for p in parts for c in p.columns[1:]] == [f"policy {i}" for i in range(9)]
+    assert all(p.columns[0]._cells == ["Output token throughput (tok/s)"] for p in parts)
+    assert parts[0].title == f"wide (1/{len(parts)})"
