@@ -39,6 +39,31 @@ def _finished(path: Path, mode: str) -> Result | None:
     return res if res.mode == mode else None
 
 
+def _resume(experiment: Path, engine: str, out: Path, sets: list[str] | None, policies: list[str] | None,
+            seed: int | None, server: bool, trace: bool, bench_client: str) -> list[str]:
+    """The command that resumes this run: the same options (finished policies are skipped)."""
+    from mtpsim.report.interrupt import resume_argv
+
+    opts = ["--engine", engine] if engine != "reference" else []
+    opts += [x for s in sets or [] for x in ("--set", s)]
+    opts += [x for p in policies or [] for x in ("-p", p)]
+    opts += ["--seed", str(seed)] if seed is not None else []
+    opts += ["--server"] * server + ["--trace"] * trace
+    opts += ["--bench-client", bench_client] if bench_client != "mtpsim" else []
+    return resume_argv("run-real", str(experiment), str(out), opts)
+
+
+def _interrupted(policies: tuple[str, ...], results: dict[str, Result], progress: dict[str, int],
+                 num_prompts: int, out: Path, resume: list[str]) -> str:
+    from mtpsim.report.interrupt import interrupted_line
+
+    kept = [f"{p} ({out / f'{p}.json'})" for p in policies if p in results]
+    lost = [f"{p} (in progress, {progress[p]}/{num_prompts} requests done; a policy's result is "
+            "written only once it completes)" if p in progress else f"{p} (not started)"
+            for p in policies if p not in results]
+    return interrupted_line(kept, lost, resume)
+
+
 def run_real(
     experiment: Annotated[Path, typer.Argument(help="Experiment TOML, e.g. experiments/reference-cpu.toml.")],
     engine: Annotated[str, typer.Option(help=f"Real engine: {', '.join(RUNNERS)}.")] = "reference",
@@ -99,30 +124,45 @@ def run_real(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     results: dict[str, Result] = {}
+    progress: dict[str, int] = {}
     t0 = time.perf_counter()
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
-        for name in exp.policies:
-            res_path = out / f"{name}.json"
-            if not force and (prev := _finished(res_path, mode)) is not None:
-                results[name] = prev
-                err_console.print(f"{name}: kept {res_path} (use --force to rerun)", highlight=False)
-                continue
-            task = bar.add_task(f"{engine}: {name}", total=exp.workload.num_prompts)
-            result, trace = runner(exp, name, lambda done, _n, task=task: bar.update(task, completed=done))
-            trace.write(out / f"{name}.trace.jsonl")
-            result.write(res_path)  # last, so a result on disk means the policy is complete
-            results[name] = result
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err_console, transient=True) as bar:
+            for name in exp.policies:
+                res_path = out / f"{name}.json"
+                if not force and (prev := _finished(res_path, mode)) is not None:
+                    results[name] = prev
+                    err_console.print(f"{name}: kept {res_path} (use --force to rerun)", highlight=False)
+                    continue
+                task = bar.add_task(f"{engine}: {name}", total=exp.workload.num_prompts)
+                progress[name] = 0
+
+                def tick(done: int, _n: int, task=task, name=name) -> None:
+                    progress[name] = done
+                    bar.update(task, completed=done)
+
+                result, run_trace = runner(exp, name, tick)
+                run_trace.write(out / f"{name}.trace.jsonl")
+                result.write(res_path)  # last, so a result on disk means the policy is complete
+                results[name] = result
+    except KeyboardInterrupt:
+        err_console.print(_interrupted(exp.policies, results, progress, exp.workload.num_prompts, out,
+                                       _resume(experiment, engine, out, set_, policy, seed, server, trace,
+                                               bench_client)),
+                          highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(130) from None
     wall = time.perf_counter() - t0
 
     from mtpsim.report import phase_table, pr_table, summary_lines
+    from mtpsim.report.fit import print_table
+    from mtpsim.report.titles import setup_title
 
-    desc = exp.description or str(experiment)
-    console.print(pr_table(results, title=f"{desc} ({engine}, seed {exp.seed})"))
+    print_table(console, pr_table(results, title=setup_title(exp, engine)))
     for line in summary_lines(results):
         console.print(line, highlight=False)
     if any(res.phases for res in results.values()):  # served runs time no engine phases
-        console.print(phase_table(results))
+        print_table(console, phase_table(results))
     for name, res in results.items():
         x = res.extra
         if x.get("sharing_engaged"):
