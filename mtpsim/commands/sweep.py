@@ -116,8 +116,15 @@ def sweep(
                 records[rec["point_id"]] = rec
                 bar.update(task, completed=len(records))
     except KeyboardInterrupt:
-        kept = f"; {len(records)} finished points are kept in {out}/points" if out else ""
-        err_console.print(f"interrupted{kept}", highlight=False)
+        from mtpsim.report.interrupt import interrupted_line, resume_argv
+
+        done = len(list((out / "points").glob("*.json"))) if out else 0  # workers write them
+        left = len(points) - done
+        kept = [f"{done} finished points in {out / 'points'}"] if done else []
+        opts = [x for s in set_ or [] for x in ("--set", s)] + (["-j", str(jobs)] if jobs else [])
+        resume = resume_argv("sweep", str(experiment), str(out), opts) if out else None
+        err_console.print(interrupted_line(kept, [f"{left if out else len(points)} points"], resume),
+                          highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(130) from None
     finally:
         gen.close()
