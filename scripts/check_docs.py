@@ -127,8 +127,9 @@ def command_problem(root: Path, argv: list[str]) -> str | None:
             return f"{argv[1]} is not in the repository"
         declared = _script_options(script)
         for a in argv[2:]:
-            if a.startswith("--") and declared is not None and a.split("=")[0] not in declared | {"--help"}:
-                return f"{argv[1]} has no option {a.split('=')[0]} (it declares {', '.join(sorted(declared))})"
+            opt = a.split("=")[0]
+            if a.startswith("--") and declared is not None and opt not in declared | {"--help"}:
+                return f"{argv[1]} has no option {opt} (it declares {', '.join(sorted(declared))})"
         return None
     if argv[0] == "bash" and len(argv) > 1 and not (root / argv[1]).is_file():
         return f"{argv[1]} is not in the repository"
