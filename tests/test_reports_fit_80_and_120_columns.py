@@ -17,7 +17,7 @@ from rich.table import Table
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
-from mtpsim.report.fit import _NUMBER, cell_text, fit
+from mtpsim.report.fit import cell_text, fit, is_figure
 
 ROOT = Path(__file__).resolve().parents[1]
 PR = str(ROOT / "experiments" / "pr47352.toml")
@@ -70,7 +70,7 @@ def assert_whole(output: str, tables: list[Table], width: int) -> None:
                 text = cell_text(cell).strip()
                 if not text:
                     continue
-                if _NUMBER.match(text):  # a figure with its unit and marker: on one line, whole
+                if is_figure(text):  # a figure with its unit and marker: on one line, whole
                     assert any(text in ln for ln in lines), (t.title, text)
                 else:  # words may wrap, at spaces only
                     for word in text.split():

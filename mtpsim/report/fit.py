@@ -13,6 +13,7 @@ from rich.measure import Measurement
 from rich.table import Column, Table
 from rich.text import Text
 
+_WORDS = 16  # the narrowest a column of words is made before the table is cut
 _NUMBER = re.compile(r"^[-+±\[\]()., %*0-9a-zµ/]*[0-9][-+±\[\]()., %*0-9a-zµ/]*$|^-$")
 
 
@@ -20,10 +21,15 @@ def cell_text(cell: object) -> str:
     return cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
 
 
+def is_figure(text: str) -> bool:
+    """A number with its unit or marker ("1,629.90*", "+0.52 pp", "[-9.90, -1.10]", "-")."""
+    return bool(_NUMBER.match(text)) and len(text.split()) <= 2 and sum(c.isalpha() for c in text) <= 3
+
+
 def _numeric(col: Column) -> bool:
     """A column of figures (and "-"): never wrapped, so a digit or a marker cannot move away."""
     cells = [cell_text(c).strip() for c in col._cells]
-    return bool(cells) and all(not c or _NUMBER.match(c) for c in cells)
+    return bool(cells) and all(not c or is_figure(c) for c in cells)
 
 
 def width_of(table: Table, console: Console) -> int:
@@ -49,6 +55,12 @@ def fit(table: Table, width: int, keep: int = 1, group: int = 1) -> list[Table]:
             col.no_wrap = True
     console = Console(width=100_000, color_system=None, force_terminal=False)
     if width_of(table, console) <= width or len(table.columns) <= keep + group:
+        return [table]
+    for col in table.columns[keep:]:  # word columns (verdicts, notes) wrap, at spaces, before a cut
+        if not col.no_wrap:
+            words = [w for c in col._cells for w in cell_text(c).split()]
+            col.max_width = max([_WORDS, *map(len, words)])
+    if width_of(table, console) <= width:
         return [table]
     head, rest = table.columns[:keep], table.columns[keep:]
     blocks = [rest[i:i + group] for i in range(0, len(rest), group)]
