@@ -55,6 +55,15 @@ def exits_on_user_error(fn: Callable[..., Any]) -> Callable[..., Any]:
             err_console.print(f"[bold red]error:[/bold red] {escape(e.message())}", highlight=False,
                               soft_wrap=True)
             raise typer.Exit(2) from None
+        except KeyboardInterrupt:  # run-real and sweep say more; they exit before reaching here
+            import shlex
+            import sys
+
+            err_console.print(
+                "interrupted: files already written are kept whole (each is written complete or "
+                f"not at all), nothing else; rerun: {shlex.join(['mtpsim', *sys.argv[1:]])}",
+                highlight=False, markup=False, soft_wrap=True)
+            raise typer.Exit(130) from None
 
     return wrapper
 

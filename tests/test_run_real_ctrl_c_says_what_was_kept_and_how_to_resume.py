@@ -109,3 +109,17 @@ def test_a_real_sigint_prints_the_line_and_the_printed_command_resumes(tmp_path)
     assert "fresh: kept" in rerun.stderr
     assert {load_result(out / f"{p}.json").policy for p in ("fresh", "share", "share_recent")} == {
         "fresh", "share", "share_recent"}
+
+
+def test_other_commands_end_a_ctrl_c_with_one_line_and_the_rerun(tmp_path, monkeypatch):
+    import mtpsim.commands.simulate as sim
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sim, "run_policies", interrupted)
+    monkeypatch.setattr(sys, "argv", ["mtpsim", "simulate", "exp.toml", "--out", "runs/s"])
+    res = CliRunner().invoke(app, ["simulate", str(_spec(tmp_path, 2, 8))])
+    assert res.exit_code == 130
+    assert _interrupted_line(res.output).endswith("rerun: mtpsim simulate exp.toml --out runs/s")
+    assert "Traceback" not in res.output
