@@ -44,8 +44,10 @@ COMMANDS: list[tuple[str, str]] = [
 ]
 
 
-def exits_on_user_error(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Bad input ends the command with one red line and exit code 2, never a traceback."""
+def exits_on_user_error(fn: Callable[..., Any], interrupt_line: bool = True) -> Callable[..., Any]:
+    """Bad input ends the command with one red line and exit code 2, never a traceback; Ctrl-C
+    with one line saying what is kept and how to rerun (`interrupt_line`: not for servers, whose
+    normal stop is Ctrl-C)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -56,6 +58,8 @@ def exits_on_user_error(fn: Callable[..., Any]) -> Callable[..., Any]:
                               soft_wrap=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:  # run-real and sweep say more; they exit before reaching here
+            if not interrupt_line:
+                raise
             import shlex
             import sys
 
@@ -84,5 +88,6 @@ def main(
 
 for _name, _target in COMMANDS:
     _module, _func = _target.split(":")
-    _fn = exits_on_user_error(getattr(importlib.import_module(_module), _func))
+    _fn = exits_on_user_error(getattr(importlib.import_module(_module), _func),
+                              interrupt_line=_name != "serve-reference")
     app.command(_name, cls=TeachingCommand)(_fn)
