@@ -31,7 +31,7 @@ class Figure:
 
 
 def _rel(path: Path) -> str:
-    return str(path.relative_to(ROOT))
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def _results(folder: Path) -> dict:
@@ -97,7 +97,7 @@ def reference_cpu() -> list[Figure]:
     for policy in ("share", "share_recent"):
         r = {x.key: x for x in ab_compare(res["fresh"], res[policy], num_boot=2000, seed=0).rows}["pos2"]
         out.append(Figure(f"{policy} vs fresh at the third draft position (95 % CI)",
-                          f"{r.delta:.2f} points ({r.ci_low:.2f} to {r.ci_high:.2f})", src))
+                          f"{r.delta:.2f} points, 95 % CI {r.ci_low:.2f} to {r.ci_high:.2f}", src))
     return out
 
 
