@@ -82,8 +82,11 @@ def test_the_line_names_kept_lost_and_the_resume_command(tmp_path, monkeypatch):
 
 def test_a_real_sigint_prints_the_line_and_the_printed_command_resumes(tmp_path):
     spec, out = _spec(tmp_path, 2, 160), tmp_path / "out"
+    # A shell's background job inherits SIGINT ignored, and Python then never raises
+    # KeyboardInterrupt: give the child the terminal's default, as a user's shell does.
     proc = subprocess.Popen([sys.executable, "-m", "mtpsim", "run-real", str(spec), "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 180
         while not (out / "fresh.json").is_file():
