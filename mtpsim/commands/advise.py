@@ -35,7 +35,7 @@ def advise(
     robust.
 
     Every (k, context, concurrency) cell runs each policy on the same draws of the spec's
-    [uncertainty] priors. Example: [cyan]mtpsim advise experiments/advise-deepseek-v3.2-b200.toml[/cyan]
+    \\[uncertainty] priors. Example: [cyan]mtpsim advise experiments/advise-deepseek-v3.2-b200.toml[/cyan]
     """
     import dataclasses
 
