@@ -39,6 +39,17 @@ def _finished(path: Path, mode: str) -> Result | None:
     return res if res.mode == mode else None
 
 
+def _refuse_policies_vllm_cannot_run(policies: tuple[str, ...] | list[str],
+                                     source: str | Path | None) -> None:
+    """Before any server starts, not after the policies vLLM can run have taken an hour."""
+    from mtpsim.vllm_plugin.settings import VLLM_POLICIES
+
+    if bad := [p for p in policies if p not in VLLM_POLICIES]:
+        raise UserError(source, "policies", f"expected only {', '.join(VLLM_POLICIES)} with "
+                        f"--engine vllm ({', '.join(bad)} need model code vLLM 0.33.0 lacks; "
+                        "run them with --engine reference, or pass -p fresh -p share)")
+
+
 def run_real(
     experiment: Annotated[Path, typer.Argument(help="Experiment TOML, e.g. experiments/reference-cpu.toml.")],
     engine: Annotated[str, typer.Option(help=f"Real engine: {', '.join(RUNNERS)}.")] = "reference",
@@ -80,6 +91,8 @@ def run_real(
     if seed is not None:
         overrides.append(f"seed={seed}")
     exp = load_experiment(str(experiment), overrides)
+    if engine == "vllm":
+        _refuse_policies_vllm_cannot_run(exp.policies, exp.source)
     served = engine == "vllm" or server
     if not served and (trace or bench_client != "mtpsim"):
         raise UserError(None, "--trace" if trace else "--bench-client",
