@@ -241,7 +241,7 @@ def _reference_verdict(base_url: str, policy: str, result: Result) -> None:
 def _vllm_plugin_outputs(exp: Experiment, policy: str, folder: Path, result: Result,
                          trace: Trace, traced: bool) -> Trace:
     from mtpsim.vllm_plugin.counts import read_counts, sharing_verdict
-    from mtpsim.vllm_runner.trace import read_rows, rows_to_trace
+    from mtpsim.vllm_runner.trace import read_rows, rows_to_trace, truncated_processes
 
     counts = read_counts(folder) if folder.is_dir() else []
     if not counts:
@@ -256,4 +256,10 @@ def _vllm_plugin_outputs(exp: Experiment, policy: str, folder: Path, result: Res
     if traced and folder.is_dir():
         trace = rows_to_trace(read_rows(folder), policy, exp.k, exp.index_topk,
                               meta={"source": str(folder)})
+    if folder.is_dir() and (cut := truncated_processes(folder)):
+        # A worker killed before its exit flush: the counts and rows it had not flushed are
+        # gone, so say the trace is short rather than let it pass as complete.
+        trace.meta["truncated"] = cut
+        result.extra["trace_truncated"] = cut
+        err_console.print(f"{policy}: trace truncated: {'; '.join(cut)}", highlight=False)
     return trace
