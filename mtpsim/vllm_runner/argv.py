@@ -13,7 +13,7 @@ from typing import Any
 from mtpsim.serve_reference.server import HOST
 from mtpsim.spec import Experiment
 from mtpsim.vllm_plugin.settings import PluginSettings, policy_speculative_config
-from mtpsim.vllm_runner.owned_flags import check_extra_args
+from mtpsim.vllm_runner.owned_flags import RUNNER_OWNED, check_extra_args
 
 VLLM_CLI = [sys.executable, "-m", "vllm.entrypoints.cli.main"]
 MTPSIM_CLI = [sys.executable, "-m", "mtpsim"]
@@ -34,8 +34,10 @@ def compilation_config(exp: Experiment, trace: bool) -> dict[str, Any]:
 
 
 def vllm_serve_argv(exp: Experiment, policy: str, port: int, *, trace: bool = False,
-                    spec_fields: Mapping[str, Any] | None = None) -> list[str]:
-    """`vllm serve` for one policy, as the PR's benchmark ran it."""
+                    spec_fields: Mapping[str, Any] | None = None,
+                    smoke: bool = False) -> list[str]:
+    """`vllm serve` for one policy, as the PR's benchmark ran it (`smoke`: dummy weights of
+    the shipped shrunken model, `mtpsim.vllm_runner.smoke`)."""
     if not exp.model.name:
         raise ValueError("model.name (the Hugging Face id vllm serves) is empty")
     e = exp.engine
@@ -51,8 +53,14 @@ def vllm_serve_argv(exp: Experiment, policy: str, port: int, *, trace: bool = Fa
             "--compilation-config", json.dumps(compilation_config(exp, trace))]
     if trace:
         argv.append("--enforce-eager")
+    owned = RUNNER_OWNED
+    if smoke:
+        from mtpsim.vllm_runner import smoke as smoke_run
+
+        argv += smoke_run.serve_args(exp.workload.input_len, exp.workload.output_len, exp.k)
+        owned = {**RUNNER_OWNED, **smoke_run.OWNED}
     # Whatever the spelling (prefixes, -sc, dotted keys, --config FILE): vLLM's parser decides.
-    check_extra_args(exp.vllm.extra_args, exp.source)
+    check_extra_args(exp.vllm.extra_args, exp.source, owned)
     return argv + list(exp.vllm.extra_args)
 
 

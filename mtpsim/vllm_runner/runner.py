@@ -51,12 +51,15 @@ class ServedRun:
     trace: bool = False  # vLLM: eager mode, shadow top-k overlap per draft step
     bench_client: str = "mtpsim"
     weights: str | None = None  # reference: override the spec's weights (tests: random-tiny)
+    smoke: bool = False  # vLLM: dummy weights of the shipped shrunken model (smoke.py)
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise UserError(None, "--engine", f"expected one of {', '.join(ENGINES)}")
         if self.bench_client not in BENCH_CLIENTS:
             raise UserError(None, "--bench-client", f"expected one of {', '.join(BENCH_CLIENTS)}")
+        if self.smoke and (self.engine != "vllm" or not self.trace):
+            raise UserError(None, "--smoke", "applies to --engine vllm (in trace mode)")
         if self.trace and self.engine != "vllm":
             raise UserError(None, "--trace", "server trace mode is for --engine vllm (run "
                             "--engine reference without --server for a traced run)")
@@ -183,7 +186,7 @@ def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = 
     plugin_dir = run.out / f"{policy}.plugin"
     if run.engine == "vllm":
         try:
-            argv = vllm_serve_argv(exp, policy, port, trace=run.trace)
+            argv = vllm_serve_argv(exp, policy, port, trace=run.trace, smoke=run.smoke)
         except ImportError:
             raise UserError(None, "--engine vllm", "vLLM is not importable here: install "
                             "vllm==0.33.0 on the GPU machine (docs/real-mode.md)") from None
