@@ -41,6 +41,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("run-real", "mtpsim.commands.run_real:run_real"),
     ("serve-reference", "mtpsim.commands.serve_reference:serve_reference"),
     ("advise", "mtpsim.commands.advise:advise"),
+    ("doctor", "mtpsim.commands.doctor:doctor"),
 ]
 
 

@@ -92,17 +92,6 @@ def test_capture_counts_show_what_the_cuda_graphs_baked_in(tmp_path, monkeypatch
     assert verdict.engaged is True and verdict.context == "capture"
 
 
-def test_under_torch_compile_nothing_is_hooked_and_the_verdict_says_why(tmp_path, monkeypatch):
-    with installed(PluginSettings("share", tmp_path)) as rec:
-        spec = make_speculator(MTPSpeculator, k=3, compile_mode=3)
-        draft = load(spec, monkeypatch, FakeDraftModel())
-        propose(spec, draft, [40])
-    assert spec.share_mtp_topk_indices is True  # the policy still applies
-    assert rec.counts.contexts["propose"].forwards == []
-    verdict = sharing_verdict(rec.counts)
-    assert verdict.engaged is None and "torch.compile mode 3" in verdict.line()
-
-
 def test_a_forked_worker_writes_its_own_counts_file(tmp_path):
     import os
 

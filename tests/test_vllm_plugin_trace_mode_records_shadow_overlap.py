@@ -54,10 +54,3 @@ def test_trace_mode_refuses_cuda_graphs(tmp_path, monkeypatch):
         spec = make_speculator(MTPSpeculator, eager=False)
         with pytest.raises(PluginConfigError, match="--enforce-eager"):
             load(spec, monkeypatch, FakeDraftModel())
-
-
-def test_trace_mode_refuses_torch_compile(tmp_path, monkeypatch):
-    with installed(PluginSettings("share", tmp_path, trace=True)):
-        spec = make_speculator(MTPSpeculator, compile_mode=3)
-        with pytest.raises(PluginConfigError, match="compilation mode 0"):
-            load(spec, monkeypatch, FakeDraftModel())

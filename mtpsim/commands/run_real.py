@@ -64,6 +64,17 @@ def _interrupted(policies: tuple[str, ...], results: dict[str, Result], progress
     return interrupted_line(kept, lost, resume)
 
 
+def _refuse_policies_vllm_cannot_run(policies: tuple[str, ...] | list[str],
+                                     source: str | Path | None) -> None:
+    """Before any server starts, not after the policies vLLM can run have taken an hour."""
+    from mtpsim.vllm_plugin.settings import VLLM_POLICIES
+
+    if bad := [p for p in policies if p not in VLLM_POLICIES]:
+        raise UserError(source, "policies", f"expected only {', '.join(VLLM_POLICIES)} with "
+                        f"--engine vllm ({', '.join(bad)} need model code vLLM 0.33.0 lacks; "
+                        "run them with --engine reference, or pass -p fresh -p share)")
+
+
 def run_real(
     experiment: Annotated[Path, typer.Argument(help="Experiment TOML, e.g. experiments/reference-cpu.toml.")],
     engine: Annotated[str, typer.Option(help=f"Real engine: {', '.join(RUNNERS)}.")] = "reference",
@@ -86,6 +97,12 @@ def run_real(
     bench_client: Annotated[str, typer.Option(
         help="vLLM: 'mtpsim' (built-in client) or 'vllm' (`vllm bench serve`, its JSON "
         "imported).")] = "mtpsim",
+    smoke: Annotated[bool, typer.Option(
+        "--smoke", help="vLLM: first contact with a GPU node, no download: a shrunken "
+        "DeepSeek-V3.2 shipped with mtpsim, random weights (--load-format dummy), 1 GPU, 8 "
+        "requests per policy, trace mode; checks the plugin engaged, indexer calls per draft "
+        "step (k under fresh, 1 under share), compaction, complete traces and counters that "
+        "agree. Writes DIR/smoke.json; exit 1 if a check fails.")] = False,
 ) -> None:
     """Run the experiment's workload on a real engine for each policy and write a result in the
     same schema as [cyan]mtpsim simulate[/cyan] (with per-request records) plus a trace.
@@ -104,13 +121,22 @@ def run_real(
         overrides.append("policies=" + json.dumps(policy))
     if seed is not None:
         overrides.append(f"seed={seed}")
+    suffix = "-server" if server and engine == "reference" else "-smoke" if smoke else ""
+    out = out if out is not None else Path("runs") / f"{experiment.stem}-{engine}{suffix}"
+    if smoke:
+        if engine != "vllm":
+            raise UserError(None, "--smoke", "applies to --engine vllm")
+        from mtpsim.vllm_runner import smoke as smoke_run
+
+        trace, force = True, True  # the checks need this run's traces
+        overrides = [*smoke_run.overrides((out / "smoke-model").absolute()), *overrides]
     exp = load_experiment(str(experiment), overrides)
+    if engine == "vllm":
+        _refuse_policies_vllm_cannot_run(exp.policies, exp.source)
     served = engine == "vllm" or server
     if not served and (trace or bench_client != "mtpsim"):
         raise UserError(None, "--trace" if trace else "--bench-client",
                         "applies to --engine vllm or --server runs")
-    suffix = "-server" if server and engine == "reference" else ""
-    out = out if out is not None else Path("runs") / f"{experiment.stem}-{engine}{suffix}"
     module, func = RUNNERS["vllm" if served else engine].split(":")
     runner = getattr(importlib.import_module(module), func)
     if served:
@@ -118,12 +144,16 @@ def run_real(
 
         from mtpsim.vllm_runner.runner import ServedRun
 
-        runner = functools.partial(runner, run=ServedRun(engine, out, trace, bench_client))
+        runner = functools.partial(runner, run=ServedRun(engine, out, trace, bench_client,
+                                                         smoke=smoke))
+    if smoke:
+        smoke_run.prepare_model((out / "smoke-model").absolute())
     mode = "reference" if engine == "reference" else engine
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     results: dict[str, Result] = {}
+    traces: dict[str, object] = {}
     progress: dict[str, int] = {}
     t0 = time.perf_counter()
     try:
@@ -144,6 +174,7 @@ def run_real(
 
                 result, run_trace = runner(exp, name, tick)
                 run_trace.write(out / f"{name}.trace.jsonl")
+                traces[name] = run_trace
                 result.write(res_path)  # last, so a result on disk means the policy is complete
                 results[name] = result
     except KeyboardInterrupt:
@@ -177,3 +208,19 @@ def run_real(
                       f"{'-' if share is None else f'{100 * share:.1f}%'}", highlight=False)
     console.print(f"{len(results)} policies in {wall:.1f} s wall; results and traces in {out}/",
                   highlight=False)
+    if smoke:
+        _smoke_report(results, traces, exp.k, out)
+
+
+def _smoke_report(results: dict[str, Result], traces: dict, k: int, out: Path) -> None:
+    from mtpsim.vllm_runner import smoke as smoke_run
+
+    checks = [c for name, res in results.items()
+              for c in smoke_run.check_policy(name, res, traces[name], k)]
+    for c in checks:
+        console.print(f"[{'green' if c.ok else 'bold red'}]{'OK' if c.ok else 'FAIL':<4}[/] "
+                      f"{c.policy:<6} {c.name}: {c.detail}", highlight=False, soft_wrap=True)
+    console.print(smoke_run.NOTE, highlight=False)
+    smoke_run.write_report(checks, out / "smoke.json")
+    if not all(c.ok for c in checks):
+        raise typer.Exit(1)

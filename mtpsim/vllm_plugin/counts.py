@@ -1,8 +1,9 @@
 """Indexer-invocation counts per draft step, and the "sharing engaged" verdict (torch-free).
 
-Counts come in two contexts: `capture` (hooks and forwards seen while vLLM records CUDA graphs:
-what the graphs baked in) and `propose` (eager forwards at run time; graph replays run no
-Python, so under CUDA graphs only eager batches show up here).
+Counts come in three contexts: `propose` (eager forwards of served requests; graph replays
+run no Python, so under CUDA graphs only eager batches show up here), `capture` (forwards seen
+while vLLM records CUDA graphs at start-up: what the graphs baked in) and `dummy` (start-up and
+idle runs that serve no request: profiling, warm-up, DP-sync dummy batches).
 """
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CONTEXTS = ("propose", "capture")
+CONTEXTS = ("propose", "capture", "dummy")
+# What each context's counts came from, as the verdict says it.
+SOURCES = {"propose": "from served traffic",
+           "capture": "only from CUDA-graph capture at start-up (what the graphs replay)",
+           "dummy": "only from start-up runs (profiling, warm-up, dummy batches), not served "
+                    "traffic"}
 COUNTS_GLOB = "vllm-counts-*.json"
 
 
@@ -50,14 +56,22 @@ class PluginCounts:
     compaction_rows_checked: int = 0
     compaction_rows_wrong: int = 0
     hooked_layers: int | None = None  # MTP sparse-attention layers found at load
-    compile_mode: int = 0  # vLLM's torch.compile mode; > 0: no module hooks, no counts
+    compile_mode: int = 0  # vLLM's torch.compile mode
+    hooks_traced: bool | None = None  # the draft model is compiled: hooks would not run
+    final: bool = False  # written by the process's exit flush (else it was killed)
     pid: int = 0
+
+    @property
+    def traced(self) -> bool:
+        """Hooks could not count (files older than `hooks_traced` judge by the mode)."""
+        return self.hooks_traced if self.hooks_traced is not None else self.compile_mode > 0
 
     def to_json(self) -> dict[str, Any]:
         return {"policy": self.policy, "share_flag": self.share_flag, "pid": self.pid,
                 "compaction_rows_checked": self.compaction_rows_checked,
                 "compaction_rows_wrong": self.compaction_rows_wrong,
                 "hooked_layers": self.hooked_layers, "compile_mode": self.compile_mode,
+                "hooks_traced": self.hooks_traced, "final": self.final,
                 "contexts": {c: {"forwards": s.forwards, "indexer": s.indexer,
                                  "shadow": s.shadow} for c, s in self.contexts.items()}}
 
@@ -72,7 +86,9 @@ class PluginCounts:
                    compaction_rows_checked=int(obj.get("compaction_rows_checked", 0)),
                    compaction_rows_wrong=int(obj.get("compaction_rows_wrong", 0)),
                    hooked_layers=obj.get("hooked_layers"),
-                   compile_mode=int(obj.get("compile_mode", 0)), pid=int(obj.get("pid", 0)))
+                   compile_mode=int(obj.get("compile_mode", 0)),
+                   hooks_traced=obj.get("hooks_traced"), final=bool(obj.get("final", False)),
+                   pid=int(obj.get("pid", 0)))
 
 
 def read_counts(folder: str | Path) -> list[PluginCounts]:
@@ -94,7 +110,8 @@ class SharingVerdict:
 
     def line(self) -> str:
         word = {True: "yes", False: "no", None: "unknown"}[self.engaged]
-        return f"sharing engaged: {word} ({self.detail})"
+        source = f"; counts {SOURCES[self.context]}" if self.context in SOURCES else ""
+        return f"sharing engaged: {word} ({self.detail}{source})"
 
 
 def _describe(s: StepCounts) -> str:
@@ -105,10 +122,10 @@ def _describe(s: StepCounts) -> str:
 def sharing_verdict(counts: PluginCounts) -> SharingVerdict:
     """Did draft steps >= 1 really skip the MTP layer's indexer? Judged from the counts:
     engaged = step 0 ran the indexer on every forward and no step >= 1 ran it."""
-    if counts.compile_mode:
-        return SharingVerdict(None, None, f"torch.compile mode {counts.compile_mode}: module "
-                              "hooks would be traced, not run; count with compilation mode 0 "
-                              "or --trace")
+    if counts.traced:
+        return SharingVerdict(None, None, f"torch.compile mode {counts.compile_mode} compiles "
+                              "the draft model: module hooks would be traced, not run; count "
+                              "with compilation mode 0 or --trace")
     if counts.hooked_layers == 0:
         return SharingVerdict(None, None, "the draft model has no sparse-attention layer with "
                               "skip_topk and an indexer (not a DSA model?)")

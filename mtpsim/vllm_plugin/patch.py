@@ -15,7 +15,6 @@ rewrites those). Trace mode perturbs timing.
 
 from __future__ import annotations
 
-import atexit
 import functools
 import inspect
 import json
@@ -28,6 +27,8 @@ from typing import Any
 import torch
 
 from mtpsim.fileio import atomic_write_json
+from mtpsim.vllm_plugin import exit_flush
+from mtpsim.vllm_plugin.compiled import compile_mode, hooks_traced
 from mtpsim.vllm_plugin.contract import (
     HOOKS,
     SHARE_FLAG,
@@ -43,6 +44,9 @@ logger = logging.getLogger("vllm.mtpsim")
 STATE_ATTR = "__mtpsim_state__"
 _WRAPPED = (*HOOKS, "load_draft_model", "capture", "propose")
 FLUSH_EVERY_S = 2.0
+# Request ids vLLM 0.33.0 gives its own warm-up and dummy batches (v1/worker/gpu/warmup.py,
+# model_runner._dummy_run).
+STARTUP_REQ_PREFIXES = ("_v2_mixed_warmup", "_dummy_req_")
 
 
 class Recorder:
@@ -54,6 +58,7 @@ class Recorder:
         self.phase = "idle"  # idle | prefill | decode
         self.decode_forwards = 0
         self.in_capture = False
+        self.in_dummy = False  # inside a propose(dummy_run=True): profiling, warm-up, DP sync
         self.in_shadow = False
         self.req_ids: list[str] = []
         self.call = 0  # propose() calls seen (trace rows carry it to pair drafts with verdicts)
@@ -61,6 +66,19 @@ class Recorder:
         self.write_trace = settings.trace
         self._trace_rows: list[dict[str, Any]] = []
         self._last_flush = 0.0
+        self._closed_pid = 0  # the process whose exit flush already ran
+
+    def forked(self) -> None:
+        """In a forked child: start empty, so the parent's counts and unflushed rows are not
+        written twice (the child writes its own files, named by its pid)."""
+        old = self.counts
+        self.counts = PluginCounts(policy=old.policy, share_flag=old.share_flag,
+                                   hooked_layers=old.hooked_layers, compile_mode=old.compile_mode,
+                                   hooks_traced=old.hooks_traced, pid=os.getpid())
+        self._trace_rows = []
+        self._last_flush = 0.0
+        self._closed_pid = 0
+        self.call = 0
 
     # -- draft-loop phases (driven by the speculator hooks) --
     def begin(self, phase: str) -> None:
@@ -73,7 +91,7 @@ class Recorder:
 
     @property
     def context(self) -> str:
-        return "capture" if self.in_capture else "propose"
+        return "capture" if self.in_capture else "dummy" if self.in_dummy else "propose"
 
     def next_step(self) -> int | None:
         if self.phase == "prefill":
@@ -90,12 +108,21 @@ class Recorder:
 
     # -- output --
     def add_trace(self, row: dict[str, Any]) -> None:
-        if self.write_trace and not self.in_capture:
+        if self.write_trace and not self.in_capture and not self.in_dummy:
             self._trace_rows.append(row)
 
     def maybe_flush(self) -> None:
         if time.monotonic() - self._last_flush >= FLUSH_EVERY_S:
             self.flush()
+
+    def close(self) -> None:
+        """The exit flush: everything still buffered, and the counts marked final (a counts
+        file left not final means the process was killed and up to FLUSH_EVERY_S is lost)."""
+        if self._closed_pid == os.getpid():
+            return
+        self._closed_pid = os.getpid()
+        self.counts.final = True
+        self.flush()
 
     def flush(self) -> None:
         self._last_flush = time.monotonic()
@@ -187,16 +214,9 @@ def _wrap(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..
     setattr(cls, name, wrapper)
 
 
-def _compile_mode(vllm_config: Any) -> int:
-    """vLLM's torch.compile mode (0 = none). Under compilation, forward hooks are traced into
-    the graph once instead of running per call, so they cannot count anything."""
-    mode = getattr(getattr(vllm_config, "compilation_config", None), "mode", 0)
-    return int(getattr(mode, "value", mode) or 0)
-
-
-def _check_trace_is_eager(vllm_config: Any) -> None:
+def _check_trace_is_eager(vllm_config: Any, traced: bool) -> None:
     model_config = getattr(vllm_config, "model_config", None)
-    if not getattr(model_config, "enforce_eager", False) or _compile_mode(vllm_config):
+    if not getattr(model_config, "enforce_eager", False) or traced:
         raise PluginConfigError("mtpsim plugin: trace mode (MTPSIM_TRACE=1) needs eager "
                                 "execution (--enforce-eager, compilation mode 0): module hooks "
                                 "do not run when a CUDA graph or a compiled graph is replayed")
@@ -231,13 +251,16 @@ def install(settings: PluginSettings) -> Recorder:
                 logger.info("mtpsim: %s forced from %s to %s (MTPSIM_POLICY=%s)", SHARE_FLAG,
                             getattr(self, SHARE_FLAG), want_share, settings.policy)
             setattr(self, SHARE_FLAG, want_share)
+            # Under compilation hooks are traced into the graph once, not run per call; but
+            # vLLM compiles only @support_torch_compile classes: decided from the model.
+            traced = hooks_traced(model, self.vllm_config)
             if settings.trace:
-                _check_trace_is_eager(self.vllm_config)
+                _check_trace_is_eager(self.vllm_config, traced)
             rec.counts.share_flag = want_share
             rec.write_trace = settings.trace and _is_first_rank()
-            compiled = _compile_mode(self.vllm_config)
-            rec.counts.compile_mode = compiled
-            hooked = rec.counts.hooked_layers = 0 if compiled else rec.attach(model)
+            rec.counts.compile_mode = compile_mode(self.vllm_config)
+            rec.counts.hooks_traced = traced
+            hooked = rec.counts.hooked_layers = 0 if traced else rec.attach(model)
             logger.info("mtpsim: policy %s, %d MTP sparse-attention layer(s) hooked",
                         settings.policy, hooked)
             rec.flush()
@@ -287,9 +310,16 @@ def install(settings: PluginSettings) -> Recorder:
         sig = inspect.signature(orig)
 
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if rec.write_trace:
-                _record_verify(rec, sig.bind(self, *args, **kwargs).arguments)
-            return orig(self, *args, **kwargs)
+            bound = sig.bind(self, *args, **kwargs).arguments
+            # Profiling, warm-up and DP-sync runs are not served traffic: counted apart.
+            rec.in_dummy = (bool(bound.get("dummy_run", False))
+                            or _startup_batch(bound.get("input_batch")))
+            try:
+                if rec.write_trace and not rec.in_dummy:
+                    _record_verify(rec, bound)
+                return orig(self, *args, **kwargs)
+            finally:
+                rec.in_dummy = False
         return wrapper
 
     _wrap(mtp_cls, "load_draft_model", load_draft_model)
@@ -300,8 +330,8 @@ def install(settings: PluginSettings) -> Recorder:
     _wrap(mtp_cls, "capture", capture)
     _wrap(mtp_cls, "propose", propose)
     setattr(mtp_cls, STATE_ATTR, rec)
-    # Rows and counts since the last periodic flush, when a worker exits normally.
-    atexit.register(rec.flush)
+    # Rows and counts since the last periodic flush, however the process ends (fork included).
+    exit_flush.arm(rec)
     return rec
 
 
@@ -310,7 +340,7 @@ def uninstall() -> None:
     mtp_cls, _ = load_speculator_classes()
     if STATE_ATTR not in vars(mtp_cls):
         return
-    atexit.unregister(vars(mtp_cls)[STATE_ATTR].flush)
+    exit_flush.disarm(vars(mtp_cls)[STATE_ATTR])
     for name in _WRAPPED:
         fn = vars(mtp_cls).get(name)
         original = getattr(fn, "__mtpsim_wrapped__", None)
@@ -354,6 +384,13 @@ def _record_verify(rec: Recorder, a: dict[str, Any]) -> None:
             rec.add_trace({"kind": "verify", "call": rec.call, "time_s": t, "req": rec.req_ids[i],
                            "context_len": seq_lens[i] - d, "drafted": d,
                            "accepted": max(int(sampled[i]) - 1, 0)})
+
+
+def _startup_batch(batch: Any) -> bool:
+    """A batch of vLLM's own warm-up requests (MRV2 warmup.py, dummy runs), not served ones."""
+    n = getattr(batch, "num_reqs", 0)
+    ids = list(getattr(batch, "req_ids", None) or [])[:n]
+    return bool(ids) and all(str(r).startswith(STARTUP_REQ_PREFIXES) for r in ids)
 
 
 def _is_first_rank() -> bool:

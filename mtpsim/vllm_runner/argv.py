@@ -10,18 +10,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mtpsim.errors import SpecError
 from mtpsim.serve_reference.server import HOST
 from mtpsim.spec import Experiment
 from mtpsim.vllm_plugin.settings import PluginSettings, policy_speculative_config
+from mtpsim.vllm_runner.owned_flags import RUNNER_OWNED, check_extra_args
 
 VLLM_CLI = [sys.executable, "-m", "vllm.entrypoints.cli.main"]
 MTPSIM_CLI = [sys.executable, "-m", "mtpsim"]
-# Flags the runner sets itself: argparse keeps the last one, so an extra `--host 0.0.0.0` would
-# open the unauthenticated server to the network, `--port` would hide it from the health check
-# and `--speculative-config` would override the policy.
-RUNNER_FLAGS = {"--host": "never configurable (127.0.0.1)", "--port": "vllm.port",
-                "--speculative-config": "the policy and speculative.*"}
 
 
 def speculative_config(exp: Experiment, policy: str,
@@ -39,8 +34,10 @@ def compilation_config(exp: Experiment, trace: bool) -> dict[str, Any]:
 
 
 def vllm_serve_argv(exp: Experiment, policy: str, port: int, *, trace: bool = False,
-                    spec_fields: Mapping[str, Any] | None = None) -> list[str]:
-    """`vllm serve` for one policy, as the PR's benchmark ran it."""
+                    spec_fields: Mapping[str, Any] | None = None,
+                    smoke: bool = False) -> list[str]:
+    """`vllm serve` for one policy, as the PR's benchmark ran it (`smoke`: dummy weights of
+    the shipped shrunken model, `mtpsim.vllm_runner.smoke`)."""
     if not exp.model.name:
         raise ValueError("model.name (the Hugging Face id vllm serves) is empty")
     e = exp.engine
@@ -56,11 +53,14 @@ def vllm_serve_argv(exp: Experiment, policy: str, port: int, *, trace: bool = Fa
             "--compilation-config", json.dumps(compilation_config(exp, trace))]
     if trace:
         argv.append("--enforce-eager")
-    for arg in exp.vllm.extra_args:
-        flag = arg.split("=", 1)[0].replace("_", "-")
-        if flag in RUNNER_FLAGS:
-            raise SpecError(exp.source, "vllm.extra_args", f"expected no {flag}, which the runner "
-                            f"sets (use {RUNNER_FLAGS[flag]})")
+    owned = RUNNER_OWNED
+    if smoke:
+        from mtpsim.vllm_runner import smoke as smoke_run
+
+        argv += smoke_run.serve_args(exp.workload.input_len, exp.workload.output_len, exp.k)
+        owned = {**RUNNER_OWNED, **smoke_run.OWNED}
+    # Whatever the spelling (prefixes, -sc, dotted keys, --config FILE): vLLM's parser decides.
+    check_extra_args(exp.vllm.extra_args, exp.source, owned)
     return argv + list(exp.vllm.extra_args)
 
 

@@ -51,12 +51,15 @@ class ServedRun:
     trace: bool = False  # vLLM: eager mode, shadow top-k overlap per draft step
     bench_client: str = "mtpsim"
     weights: str | None = None  # reference: override the spec's weights (tests: random-tiny)
+    smoke: bool = False  # vLLM: dummy weights of the shipped shrunken model (smoke.py)
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise UserError(None, "--engine", f"expected one of {', '.join(ENGINES)}")
         if self.bench_client not in BENCH_CLIENTS:
             raise UserError(None, "--bench-client", f"expected one of {', '.join(BENCH_CLIENTS)}")
+        if self.smoke and (self.engine != "vllm" or not self.trace):
+            raise UserError(None, "--smoke", "applies to --engine vllm (in trace mode)")
         if self.trace and self.engine != "vllm":
             raise UserError(None, "--trace", "server trace mode is for --engine vllm (run "
                             "--engine reference without --server for a traced run)")
@@ -183,7 +186,7 @@ def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = 
     plugin_dir = run.out / f"{policy}.plugin"
     if run.engine == "vllm":
         try:
-            argv = vllm_serve_argv(exp, policy, port, trace=run.trace)
+            argv = vllm_serve_argv(exp, policy, port, trace=run.trace, smoke=run.smoke)
         except ImportError:
             raise UserError(None, "--engine vllm", "vLLM is not importable here: install "
                             "vllm==0.33.0 on the GPU machine (docs/real-mode.md)") from None
@@ -241,7 +244,7 @@ def _reference_verdict(base_url: str, policy: str, result: Result) -> None:
 def _vllm_plugin_outputs(exp: Experiment, policy: str, folder: Path, result: Result,
                          trace: Trace, traced: bool) -> Trace:
     from mtpsim.vllm_plugin.counts import read_counts, sharing_verdict
-    from mtpsim.vllm_runner.trace import read_rows, rows_to_trace
+    from mtpsim.vllm_runner.trace import read_rows, rows_to_trace, truncated_processes
 
     counts = read_counts(folder) if folder.is_dir() else []
     if not counts:
@@ -256,4 +259,10 @@ def _vllm_plugin_outputs(exp: Experiment, policy: str, folder: Path, result: Res
     if traced and folder.is_dir():
         trace = rows_to_trace(read_rows(folder), policy, exp.k, exp.index_topk,
                               meta={"source": str(folder)})
+    if folder.is_dir() and (cut := truncated_processes(folder)):
+        # A worker killed before its exit flush: the counts and rows it had not flushed are
+        # gone, so say the trace is short rather than let it pass as complete.
+        trace.meta["truncated"] = cut
+        result.extra["trace_truncated"] = cut
+        err_console.print(f"{policy}: trace truncated: {'; '.join(cut)}", highlight=False)
     return trace

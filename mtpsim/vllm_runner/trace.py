@@ -34,6 +34,21 @@ def read_rows(folder: Path) -> list[dict[str, Any]]:
     return best
 
 
+def truncated_processes(folder: Path) -> list[str]:
+    """Why the plugin's files in `folder` may be incomplete: a process whose counts were never
+    written by its exit flush (killed: everything after its last periodic flush, up to
+    FLUSH_EVERY_S, is lost), or whose trace file ends mid-row."""
+    from mtpsim.vllm_plugin.counts import read_counts
+
+    out = [f"process {c.pid} was killed: its counts and trace rows stop at its last periodic "
+           "flush" for c in read_counts(folder) if not c.final]
+    for path in sorted(folder.glob(TRACE_GLOB)):
+        data = path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            out.append(f"{path.name} ends mid-row (the writer was killed while writing)")
+    return out
+
+
 def rows_to_trace(rows: list[dict[str, Any]], policy: str, k: int, index_topk: int,
                   meta: dict[str, Any]) -> Trace:
     overlaps: dict[tuple[int, str], dict[int, float]] = defaultdict(dict)

@@ -1,0 +1,160 @@
+"""What `mtpsim doctor` reads from the machine: every call that touches the environment
+(imports, devices, files, sockets) lives here, so tests fake this class and nothing else."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import json
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mtpsim.serve_reference.server import HOST
+
+
+@dataclass(frozen=True, slots=True)
+class TorchInfo:
+    version: str | None  # None: not importable
+    cuda_build: str | None  # torch.version.cuda (None: a CPU-only build)
+    cuda_available: bool
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Gpu:
+    name: str
+    memory_gib: float
+    capability: tuple[int, int]
+
+
+class Probe:
+    """The real machine. Each method answers one question and never raises for a missing
+    package or device: it returns None / an empty value with the reason where useful."""
+
+    def python_version(self) -> tuple[int, int, int]:
+        return sys.version_info[:3]
+
+    def package_version(self, dist: str) -> str | None:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    def requires_python(self, dist: str) -> str | None:
+        try:
+            return importlib.metadata.metadata(dist).get("Requires-Python")
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    def importable(self, module: str) -> str | None:
+        """None if `module` imports, else the error."""
+        try:
+            importlib.import_module(module)
+        except Exception as e:  # noqa: BLE001 - any import failure is the answer
+            return f"{type(e).__name__}: {e}"
+        return None
+
+    def torch(self) -> TorchInfo:
+        try:
+            import torch
+        except Exception as e:  # noqa: BLE001
+            return TorchInfo(None, None, False, f"{type(e).__name__}: {e}")
+        return TorchInfo(torch.__version__, torch.version.cuda, bool(torch.cuda.is_available()))
+
+    def gpus(self) -> list[Gpu]:
+        try:
+            import torch
+
+            if not torch.cuda.is_available():
+                return []
+            out = []
+            for i in range(torch.cuda.device_count()):
+                p = torch.cuda.get_device_properties(i)
+                out.append(Gpu(p.name, p.total_memory / 2**30, (p.major, p.minor)))
+            return out
+        except Exception:  # noqa: BLE001 - no usable driver reads as no GPU
+            return []
+
+    def speculator_problem(self) -> str | None:
+        """None if the installed vLLM's MTP speculator has the shape the plugin patches."""
+        from mtpsim.vllm_plugin.contract import (
+            IncompatibleVllmError,
+            check_speculator_shape,
+            load_speculator_classes,
+        )
+
+        try:
+            check_speculator_shape(*load_speculator_classes())
+        except IncompatibleVllmError as e:
+            return str(e)
+        return None
+
+    def vllm_has_triton(self) -> bool | None:
+        """vLLM's own verdict (`vllm.triton_utils.HAS_TRITON`: installed and an active driver);
+        None if vLLM does not import."""
+        try:
+            from vllm.triton_utils import HAS_TRITON
+        except Exception:  # noqa: BLE001
+            return None
+        return bool(HAS_TRITON)
+
+    def plugin_entry_points(self) -> dict[str, str]:
+        """name -> value of the `vllm.general_plugins` entry points vLLM would see."""
+        return {ep.name: ep.value
+                for ep in importlib.metadata.entry_points(group="vllm.general_plugins")}
+
+    def vllm_env_names(self) -> set[str]:
+        """The environment variables the installed vLLM reads (vllm.envs)."""
+        import vllm.envs
+
+        return set(getattr(vllm.envs, "environment_variables", {}))
+
+    def env(self, name: str) -> str | None:
+        return os.environ.get(name)
+
+    def read_json(self, path: Path) -> dict[str, Any] | None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def is_dir(self, path: Path) -> bool:
+        return path.is_dir()
+
+    def is_file(self, path: Path) -> bool:
+        return path.is_file()
+
+    def hub_cached_file(self, repo: str, filename: str) -> Path | None:
+        """`filename` of hub repo `repo` in the local Hugging Face cache (no network)."""
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:
+            return None
+        found = try_to_load_from_cache(repo, filename)
+        return Path(found) if isinstance(found, str) else None
+
+    def port_free(self, port: int) -> bool:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                return False
+        return True
+
+    def tcp_reachable(self, host: str, port: int, timeout_s: float = 2.0) -> bool:
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                return True
+        except OSError:
+            return False
+
+    def extra_args_set(self, extra_args: tuple[str, ...], dest: str) -> Any:
+        """What `extra_args` set `dest` to, asked of vLLM's own serve parser (None: unset)."""
+        from mtpsim.vllm_runner.owned_flags import settings_changed
+
+        return settings_changed(extra_args, [dest]).get(dest)
