@@ -127,7 +127,7 @@ def regenerate() -> None:
 
 def figures() -> list[tuple[str, list[Figure]]]:
     return [("Upstream PR, simulated", upstream_simulated()),
-            ("Upstream acceptance change is noise", upstream_noise()),
+            ("Upstream acceptance change: cannot tell", upstream_noise()),
             ("Reference engine on a CPU", reference_cpu()),
             ("Raw data not shipped (long real runs or timing printouts)", NOT_SHIPPED)]
 
