@@ -126,8 +126,11 @@ def _extend_acceptance(base: Any, k: Any) -> tuple[list[str], tuple[str, ...]]:
     return [f"acceptance.per_position=[{', '.join(f'{x:.6g}' for x in new)}]"], (note,)
 
 
-def build_points(experiment: str | Path, sets: Sequence[str]) -> tuple[list[Axis], list[Point]]:
-    """Validate every grid point up front (a bad value is a SpecError before anything runs)."""
+def build_points(experiment: str | Path, sets: Sequence[str],
+                 check_memory: bool = True) -> tuple[list[Axis], list[Point]]:
+    """Validate every grid point up front (a bad value is a SpecError before anything runs).
+    `check_memory`: the simulator's memory check (off for the reference engine, whose small
+    model is not the spec's `[model]`)."""
     from mtpsim.spec import load_experiment, parse_override
 
     fixed, axes = parse_axes(sets)
@@ -142,7 +145,7 @@ def build_points(experiment: str | Path, sets: Sequence[str]) -> tuple[list[Axis
         extra, notes = ([], ()) if own_rates else _extend_acceptance(base, values.get(k_key, base.k))
         ov += extra
         exp = load_experiment(experiment, ov)
-        if not exp.calibration.file:  # else a fitted cost model stands in for the roofline
+        if check_memory and not exp.calibration.file:  # else a fitted cost model stands in
             _check_fits(exp, ", ".join(ov[len(fixed):len(fixed) + len(axes)]))
         points.append(Point(tuple(ov), values, _spec_id(exp), notes))
     ids = [p.point_id for p in points]
@@ -176,12 +179,36 @@ def load_finished(path: Path, point: Point) -> dict[str, Any] | None:
     return rec if ok else None
 
 
-def run_point(experiment: str, point: Point, out: Path | None) -> dict[str, Any]:
-    """Simulate every policy of one point (as `mtpsim simulate` does); write its file if `out`."""
-    from mtpsim.sim.simulator import simulate
+# An experiment as a path, or as its parsed TOML and the path it came from (shipped to nodes
+# that do not share the driver's files).
+ExperimentRef = str | tuple[dict[str, Any], str]
+
+
+def load_point(experiment: ExperimentRef, overrides: Sequence[str]) -> Any:
+    from mtpsim.spec import experiment_from_dict, load_experiment
+
+    if isinstance(experiment, str):
+        return load_experiment(experiment, list(overrides))
+    raw, source = experiment
+    return experiment_from_dict(raw, source, list(overrides))
+
+
+def read_experiment(path: str | Path) -> tuple[dict[str, Any], str]:
+    """The experiment's TOML as data, to ship to cluster nodes."""
+    import tomllib
+
     from mtpsim.spec import load_experiment
 
-    exp = load_experiment(experiment, list(point.overrides))
+    load_experiment(path)  # a bad file is a SpecError here, on the driver
+    return tomllib.loads(Path(path).read_text(encoding="utf-8")), str(path)
+
+
+def run_point(experiment: ExperimentRef, point: Point, out: Path | None) -> dict[str, Any]:
+    """Simulate every policy of one point (as `mtpsim simulate` does); write its file if `out`."""
+    from mtpsim.sim.simulator import simulate
+
+    exp = load_point(experiment, point.overrides)
+    source = experiment if isinstance(experiment, str) else experiment[1]
     results = {}
     for policy in exp.policies:
         res = simulate(exp, policy)
@@ -190,7 +217,7 @@ def run_point(experiment: str, point: Point, out: Path | None) -> dict[str, Any]
             "phases": res.phases,
             "step_saving_vs_fresh_s": res.extra.get("step_saving_vs_fresh_s")}
     rec = {"format": FORMAT, "version": VERSION, "point_id": point.point_id,
-           "experiment": experiment, "overrides": list(point.overrides), "values": point.values,
+           "experiment": source, "overrides": list(point.overrides), "values": point.values,
            "notes": list(point.notes), "results": results}
     if out is not None:
         atomic_write_json(point_path(out, point), rec)
@@ -207,11 +234,9 @@ def _run_star(args: tuple[str, Point, Path | None]) -> dict[str, Any]:
     return run_point(*args)
 
 
-def run_points(experiment: str, points: Sequence[Point], out: Path | None,
-               jobs: int) -> Iterator[dict[str, Any]]:
-    """Yield each point's record as it finishes (in completion order); finished points already
-    in `out` are yielded first without running. Workers are terminated on any exit."""
-    todo = []
+def finished_first(points: Sequence[Point], out: Path | None,
+                   todo: list[Point]) -> Iterator[dict[str, Any]]:
+    """Yield the records already complete in `out` (marked resumed); append the rest to `todo`."""
     for p in points:
         rec = load_finished(point_path(out, p), p) if out is not None else None
         if rec is not None:
@@ -219,6 +244,14 @@ def run_points(experiment: str, points: Sequence[Point], out: Path | None,
             yield rec
         else:
             todo.append(p)
+
+
+def run_points(experiment: str, points: Sequence[Point], out: Path | None,
+               jobs: int) -> Iterator[dict[str, Any]]:
+    """Yield each point's record as it finishes (in completion order); finished points already
+    in `out` are yielded first without running. Workers are terminated on any exit."""
+    todo: list[Point] = []
+    yield from finished_first(points, out, todo)
     if not todo:
         return
     jobs = max(1, min(jobs, len(todo)))

@@ -4,6 +4,7 @@
 # On a fresh Python: ~0.9 GB of downloads, 3.7 GB of disk, 1.5-25 minutes (README, "Install").
 # Each step prints one line when it starts and one with its time and the disk it added;
 # pip's own lines (what it downloads and installs) show in between. MTPSIM_INSTALL_QUIET=1 hides them.
+# ray==2.60.0 (the cluster tests start a local multi-node Ray cluster) comes with the test extra.
 set -euo pipefail
 export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
 cd "$(dirname "$0")/.."

@@ -103,8 +103,12 @@ def compare(
     [cyan]mtpsim compare fresh=off.json share=on.json[/cyan]
     """
     from mtpsim.compare import ab_compare, fidelity, mean_abs_pct_error
+    from mtpsim.compare_sweep import is_sweep
     from mtpsim.report.fit import print_table
 
+    if len(inputs) == 1 and is_sweep(Path(inputs[0])):
+        _compare_sweep(Path(inputs[0]), baseline, num_boot, seed, as_json)
+        return
     results = _load_inputs(inputs)
     by_mode: dict[str, dict[str, Result]] = {}
     for res in results:
@@ -158,3 +162,46 @@ def compare(
                         f"(found {sorted((m, p) for m in by_mode for p in by_mode[m])})")
     if as_json:
         typer.echo(json.dumps(out, indent=2, default=lambda x: None))
+
+
+def _compare_sweep(path: Path, baseline: str, num_boot: int, seed: int, as_json: bool) -> None:
+    """A real sweep's --out: per point, the A/B on the requests of all repeats pooled, and the
+    A/B delta's spread between repeats."""
+    from mtpsim.compare import ab_compare
+    from mtpsim.compare_sweep import load_sweep, pooled, repeat_spread
+    from mtpsim.report.fit import print_table
+
+    out: dict[str, object] = {}
+    for pt in load_sweep(path):
+        label = ", ".join(f"{k}={v}" for k, v in pt.values.items()) or pt.point_id
+        if baseline not in pt.runs:
+            continue
+        a_runs = pt.runs[baseline]
+        for policy, b_runs in pt.runs.items():
+            if policy == baseline:
+                continue
+            rep = ab_compare(pooled(list(a_runs.values())), pooled(list(b_runs.values())),
+                             num_boot=num_boot, seed=seed)
+            spread = repeat_spread(a_runs, b_runs)
+            out[f"{pt.point_id}:{policy}"] = {
+                "values": pt.values, "baseline": baseline, "policy": policy,
+                "repeats": [len(a_runs), len(b_runs)], "num_requests": rep.num_requests,
+                "rows": [{"metric": r.key, "a": r.a, "b": r.b, "delta": r.delta,
+                          "ci": [r.ci_low, r.ci_high] if r.has_ci else None,
+                          "significant": r.significant} for r in rep.rows],
+                "between_repeats": [{"metric": s.metric, "relative": s.relative,
+                                     "deltas": s.deltas, "mean": s.mean, "sd": s.sd}
+                                    for s in spread]}
+            if as_json:
+                continue
+            print_table(console, _ab_table(rep, f"{label} ({len(a_runs)}/{len(b_runs)} repeats pooled)"))
+            for s in spread:
+                unit = "%" if s.relative else ""
+                each = ", ".join(f"{d:+.2f}{unit}" for d in s.deltas)
+                console.print(f"  between repeats, {s.metric} delta: [{each}] mean "
+                              f"{_fmt(s.mean)}{unit}, sd {_fmt(s.sd)}{unit}", highlight=False)
+    if not out:
+        raise UserError(path, None, f"expected a real sweep with the baseline policy {baseline!r} "
+                        "and another in some point")
+    if as_json:
+        typer.echo(json.dumps({"sweep": out}, indent=2, default=lambda x: None))

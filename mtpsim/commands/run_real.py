@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -16,6 +17,9 @@ from mtpsim.errors import ResultError, UserError
 if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
     from mtpsim.result import Result
 
+if TYPE_CHECKING:
+    from mtpsim.trace import Trace
+
 console = Console()
 err_console = Console(stderr=True)
 
@@ -24,6 +28,22 @@ RUNNERS: dict[str, str] = {
     "reference": "mtpsim.engine.runner:run_policy",
     "vllm": "mtpsim.vllm_runner.runner:run_served_policy",  # called with run=ServedRun(...)
 }
+
+
+def policy_runner(engine: str, server: bool, out: Path, trace: bool = False,
+                  bench_client: str = "mtpsim", smoke: bool = False) -> Callable[..., tuple[Result, Trace]]:
+    """The function that runs one policy: (exp, policy, progress) -> (Result, Trace)."""
+    served = engine == "vllm" or server
+    module, func = RUNNERS["vllm" if served else engine].split(":")
+    runner = getattr(importlib.import_module(module), func)
+    if served:
+        import functools
+
+        from mtpsim.vllm_runner.runner import ServedRun
+
+        runner = functools.partial(runner, run=ServedRun(engine, out, trace, bench_client,
+                                                         smoke=smoke))
+    return runner
 
 
 def _finished(path: Path, mode: str) -> Result | None:
@@ -137,15 +157,7 @@ def run_real(
     if not served and (trace or bench_client != "mtpsim"):
         raise UserError(None, "--trace" if trace else "--bench-client",
                         "applies to --engine vllm or --server runs")
-    module, func = RUNNERS["vllm" if served else engine].split(":")
-    runner = getattr(importlib.import_module(module), func)
-    if served:
-        import functools
-
-        from mtpsim.vllm_runner.runner import ServedRun
-
-        runner = functools.partial(runner, run=ServedRun(engine, out, trace, bench_client,
-                                                         smoke=smoke))
+    runner = policy_runner(engine, server, out, trace, bench_client, smoke=smoke)
     if smoke:
         smoke_run.prepare_model((out / "smoke-model").absolute())
     mode = "reference" if engine == "reference" else engine

@@ -10,6 +10,8 @@ Timestamps run on a clock that excludes the trace's off-the-clock shadow top-k c
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import time
 from collections.abc import Callable
@@ -121,6 +123,7 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
     last_chunk = [math.nan] * n
     itl: list[list[float]] = [[] for _ in range(n)]
     n_out = [0] * n
+    tokens: list[list[int]] = [[] for _ in range(n)]
     counters: list = [None] * n
     client = Client(send, w.max_concurrency)
     done = 0
@@ -147,6 +150,7 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
                     itl[i].append(now - last_chunk[i])
                 last_chunk[i] = now
                 n_out[i] += len(o.new_token_ids)
+                tokens[i].extend(int(t) for t in o.new_token_ids)
             if o.finished:
                 finish[i], counters[i] = now, o.counters
                 client.on_finish(now)
@@ -181,6 +185,7 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
         phases={p: totals[p] / steps for p in PHASES},
         extra={"engine": "reference", "device": str(device), "threads": torch.get_num_threads(),
                "clock": exp.reference.clock,
+               "output_tokens_sha256": hashlib.sha256(json.dumps(tokens).encode()).hexdigest(),
                "weights": str(path), "index_topk": topk, "max_num_seqs": conc,
                "num_steps": len(tr.steps), "phases_total_s": totals,
                "shadow_s": mtp.shadow_s, "mtp_indexer_calls_per_step": calls,

@@ -88,6 +88,8 @@ class EngineSpec:
                             "or reference (mtpsim's engine: no token budget; each admitted prompt "
                             "is prefilled whole in the step after the running requests verify)",
                             one_of("vllm", "reference"))
+    pp: int = option(1, "pipeline-parallel size (real vLLM runs; tp x pp GPUs, across nodes with "
+                     "vllm.distributed_executor_backend = 'ray')", _pos)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +214,9 @@ class VllmSpec:
     enable_prefix_caching: bool = option(False, "prefix caching (off in the PR's benchmark)")
     stop_timeout_s: float = option(30.0, "SIGTERM-to-SIGKILL grace when stopping the server",
                                    greater_than(0))
+    distributed_executor_backend: str = option(
+        "", "vLLM's --distributed-executor-backend ('' = vLLM's choice; 'ray' spreads tp x pp "
+        "over the Ray cluster's nodes)", one_of("", "mp", "ray"))
 
 
 def _check_priors(value: dict[str, str]) -> str | None:

@@ -51,6 +51,10 @@ def vllm_serve_argv(exp: Experiment, policy: str, port: int, *, trace: bool = Fa
             else "--no-enable-prefix-caching",
             "--speculative-config", json.dumps(speculative_config(exp, policy, spec_fields)),
             "--compilation-config", json.dumps(compilation_config(exp, trace))]
+    if e.pp > 1:
+        argv += ["--pipeline-parallel-size", str(e.pp)]
+    if exp.vllm.distributed_executor_backend:
+        argv += ["--distributed-executor-backend", exp.vllm.distributed_executor_backend]
     if trace:
         argv.append("--enforce-eager")
     owned = RUNNER_OWNED

@@ -23,7 +23,10 @@ from mtpsim.errors import SpecError
 # `--host 0.0.0.0` would open the unauthenticated server to the network, `--port` would hide it
 # from the health check and `--speculative-config` would override the policy.
 RUNNER_OWNED: dict[str, str] = {"host": "always 127.0.0.1", "port": "set vllm.port instead",
-                                "speculative_config": "from the policy and speculative.*"}
+                                "speculative_config": "from the policy and speculative.*",
+                                "pipeline_parallel_size": "set engine.pp instead",
+                                "distributed_executor_backend":
+                                    "set vllm.distributed_executor_backend instead"}
 _UNSET = object()
 
 

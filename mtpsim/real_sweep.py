@@ -1,0 +1,236 @@
+"""Real sweeps: every grid point run for real, `repeats` times per policy, resumable.
+
+Layout under `--out` (written on the driver's machine only, each file atomically):
+`points/<id>/point.json` (the point), `points/<id>/r<R>/<policy>.json` and `.trace.jsonl`
+(repeat R of a policy; the result is written last, so a result on disk means a finished run),
+`points/<id>/failed.json` (why the point failed after its retries; removed when it succeeds).
+
+Repeat R runs with seed `seed + R` (prompts and sampling differ between repeats, so pooled
+requests are independent samples), the same seed for every policy of a repeat (common random
+numbers). The runs of one point go A B A B ... (policies interleaved across repeats) in one
+process on one node, so a slow node cannot read as a policy effect; each result names its node.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import socket
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from mtpsim.errors import ResultError, SpecError
+from mtpsim.fileio import atomic_write_json, atomic_write_text
+from mtpsim.sweep import ROW_METRICS, Axis, ExperimentRef, Point, load_point
+
+FORMAT = "mtpsim-real-sweep-point"
+VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class RealPlan:
+    engine: str  # "reference" or "vllm"
+    repeats: int = 1
+    server: bool = False  # reference: behind `mtpsim serve-reference`, as vLLM runs
+    retries: int = 2  # reruns of a point whose node died or whose server failed
+
+    @property
+    def mode(self) -> str:
+        return "reference" if self.engine == "reference" else self.engine
+
+
+def point_dir(out: Path, point: Point) -> Path:
+    return out / "points" / point.point_id
+
+
+def run_paths(out: Path, point: Point, repeat: int, policy: str) -> tuple[Path, Path]:
+    d = point_dir(out, point) / f"r{repeat}"
+    return d / f"{policy}.json", d / f"{policy}.trace.jsonl"
+
+
+def repeat_overrides(point: Point, seed: int, repeat: int) -> list[str]:
+    return [*point.overrides, f"seed={seed + repeat}"]
+
+
+def complete_repeats(out: Path, point: Point, policies: Sequence[str], plan: RealPlan) -> set[int]:
+    """Repeats whose every policy has a readable result of the plan's mode."""
+    from mtpsim.result import load_result
+
+    done = set()
+    for r in range(plan.repeats):
+        ok = True
+        for policy in policies:
+            path = run_paths(out, point, r, policy)[0]
+            try:
+                ok = path.is_file() and load_result(path).mode == plan.mode
+            except ResultError:
+                ok = False
+            if not ok:
+                break
+        if ok:
+            done.add(r)
+    return done
+
+
+def write_point(out: Path, point: Point, experiment: str, plan: RealPlan) -> None:
+    atomic_write_json(point_dir(out, point) / "point.json", {
+        "format": FORMAT, "version": VERSION, "point_id": point.point_id, "experiment": experiment,
+        "overrides": list(point.overrides), "values": point.values, "notes": list(point.notes),
+        "plan": asdict(plan)})
+
+
+def write_run(out: Path, point: Point, run: dict[str, Any]) -> None:
+    """One finished (repeat, policy) shipped back from a node: trace first, result last."""
+    res_path, trace_path = run_paths(out, point, run["repeat"], run["policy"])
+    atomic_write_text(trace_path, run["trace"])
+    atomic_write_json(res_path, run["result"])
+
+
+def write_failed(out: Path, point: Point, reason: str) -> None:
+    atomic_write_json(point_dir(out, point) / "failed.json",
+                      {"point_id": point.point_id, "values": point.values, "reason": reason})
+
+
+def clear_failed(out: Path, point: Point) -> None:
+    (point_dir(out, point) / "failed.json").unlink(missing_ok=True)
+
+
+def this_node() -> dict[str, str]:
+    node = {"hostname": socket.gethostname()}
+    try:
+        import ray
+
+        if ray.is_initialized():
+            ctx = ray.get_runtime_context()
+            node["ray_node_id"] = ctx.get_node_id()
+            node["ip"] = ray.util.get_node_ip_address()
+    except ImportError:
+        pass
+    return node
+
+
+def run_repeats(experiment: ExperimentRef, point: Point, plan: RealPlan, repeats: Sequence[int],
+                sink: Callable[[dict[str, Any]], None]) -> None:
+    """Run the given repeats of one point, A B A B ..., handing each finished run to `sink`
+    as {"repeat", "policy", "result" (JSON), "trace" (JSONL text)}. Servers run here, on
+    127.0.0.1, with their logs in a temporary folder."""
+    from mtpsim.commands.run_real import policy_runner
+
+    node = this_node()
+    work = Path(tempfile.mkdtemp(prefix="mtpsim-point-"))
+    try:
+        base = load_point(experiment, point.overrides)
+        runner = policy_runner(plan.engine, plan.server, work)
+        for r in repeats:
+            exp = load_point(experiment, repeat_overrides(point, base.seed, r))
+            for policy in exp.policies:
+                result, trace = runner(exp, policy, None)
+                result.extra.update({"node": node, "repeat": r, "point_id": point.point_id})
+                trace_path = work / f"r{r}-{policy}.trace.jsonl"
+                trace.write(trace_path)
+                sink({"repeat": r, "policy": policy, "result": result.to_json(),
+                      "trace": trace_path.read_text(encoding="utf-8")})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def point_task(experiment: ExperimentRef, point: Point, plan: RealPlan,
+               repeats: Sequence[int]) -> dict[str, Any]:
+    """A Ray task's body: the runs, or the one-line error of a spec problem (not worth a retry;
+    anything else raises, and Ray retries the point)."""
+    runs: list[dict[str, Any]] = []
+    try:
+        run_repeats(experiment, point, plan, repeats, runs.append)
+    except SpecError as e:
+        return {"runs": runs, "error": e.message()}
+    return {"runs": runs, "error": None}
+
+
+def _node_name(node: dict[str, Any]) -> str:
+    return str(node.get("ip") or node.get("hostname") or "?")
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def rows(out: Path, points: Sequence[Point], axes: Sequence[Axis], policies: Sequence[str],
+         plan: RealPlan) -> list[dict[str, Any]]:
+    """One row per (point, policy): metrics averaged over the finished repeats, their number,
+    the spread of output throughput between repeats, and the nodes that ran them."""
+    from mtpsim.result import load_result
+
+    table = []
+    for p in points:
+        for policy in policies:
+            results = []
+            for r in range(plan.repeats):
+                path = run_paths(out, p, r, policy)[0]
+                if path.is_file():
+                    results.append(load_result(path))
+            row: dict[str, Any] = {a.key: p.values[a.key] for a in axes}
+            row["policy"] = policy
+            for k in ROW_METRICS:
+                vals = [float(x.get(k)) for x in results if isinstance(x.get(k), int | float)]
+                if vals:
+                    row[k] = _mean(vals)
+            tput = [float(x.get("output_throughput")) for x in results]
+            if len(tput) > 1:
+                m = _mean(tput)
+                row["output_throughput_sd"] = math.sqrt(sum((t - m) ** 2 for t in tput) / (len(tput) - 1))
+            row["repeats"] = len(results)
+            row["nodes"] = sorted({_node_name(x.extra.get("node") or {}) for x in results})
+            row["point_id"] = p.point_id
+            table.append(row)
+    return table
+
+
+@dataclass(frozen=True, slots=True)
+class PointEvent:
+    point: Point
+    status: str  # "resumed" (complete on disk), "done" or "failed"
+    reason: str = ""
+
+
+def todo_repeats(experiment: ExperimentRef, point: Point, plan: RealPlan, out: Path) -> list[int]:
+    policies = load_point(experiment, point.overrides).policies
+    done = complete_repeats(out, point, policies, plan)
+    return [r for r in range(plan.repeats) if r not in done]
+
+
+def run_local(experiment: str, points: Sequence[Point], plan: RealPlan,
+              out: Path) -> Iterator[PointEvent]:
+    """The real sweep in this process, point after point; a point whose run raised is retried
+    (its unfinished repeats) up to `plan.retries` times, then recorded as failed."""
+    for p in points:
+        todo = todo_repeats(experiment, p, plan, out)
+        if not todo:
+            yield PointEvent(p, "resumed")
+            continue
+        write_point(out, p, experiment, plan)
+        reason = ""
+        for _ in range(plan.retries + 1):
+            try:
+                run_repeats(experiment, p, plan, todo, lambda run, p=p: write_run(out, p, run))
+            except SpecError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a failed server or run: retry, then record
+                reason = one_line(e)
+                todo = todo_repeats(experiment, p, plan, out)
+            else:
+                reason = ""
+                break
+        if reason:
+            write_failed(out, p, reason)
+            yield PointEvent(p, "failed", reason)
+        else:
+            clear_failed(out, p)
+            yield PointEvent(p, "done")
+
+
+def one_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
