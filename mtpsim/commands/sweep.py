@@ -217,6 +217,7 @@ def _simulated(experiment: Path, set_: list[str] | None, axes: list, points: lis
                as_json: bool, plot: Path | None, jobs: int | None, nodes: Any, retries: int) -> None:
     from mtpsim import sweep as sw
 
+    rerun = _rerun_argv(experiment, set_) + (["-j", str(jobs)] if jobs else [])
     jobs = jobs or sw.default_jobs()
     failed: list[str] = []
     if nodes is None:
@@ -239,8 +240,8 @@ def _simulated(experiment: Path, set_: list[str] | None, axes: list, points: lis
                     bar.update(task, completed=len(records),
                                state=f"failed {len(failed)}" if failed else "")
         except KeyboardInterrupt:
-            raise _interrupted(out, len(records), len(points),
-                               _rerun_argv(experiment, set_)) from None
+            done = len(list((out / "points").glob("*.json"))) if out else 0  # workers write them
+            raise _interrupted(out, done, len(points), rerun) from None
         finally:
             gen.close()
     wall = time.perf_counter() - t0
