@@ -179,11 +179,11 @@ def _on_cluster(nodes: Any) -> Iterator[None]:
         return
     from mtpsim.cluster.connect import disconnect
 
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
+    with contextlib.redirect_stdout(sys.stderr):  # until Ray's listener thread has stopped
+        try:
             yield
-    finally:
-        disconnect()
+        finally:
+            disconnect()
 
 
 def _progress(as_json: bool) -> Any:
