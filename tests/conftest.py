@@ -8,8 +8,14 @@ and the vLLM contract tests must run, so a skip there means a broken install and
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
+
+# A shell starts background jobs with SIGINT ignored, and an ignored signal stays ignored in every
+# child across exec: the Ctrl-C tests' children would then never see KeyboardInterrupt. A handled
+# signal resets to the default in a child, so handle it here whatever started the suite.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 _skipped: list[str] = []
 
