@@ -105,6 +105,10 @@ def compare(
     from mtpsim.compare import ab_compare, fidelity, mean_abs_pct_error
     from mtpsim.report.fit import print_table
 
+    if plot is not None:
+        from mtpsim.fileio import output_dir
+
+        output_dir(plot, "--plot")  # before any work
     results = _load_inputs(inputs)
     by_mode: dict[str, dict[str, Result]] = {}
     for res in results:

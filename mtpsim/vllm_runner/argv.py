@@ -15,8 +15,10 @@ from mtpsim.serve_reference.server import HOST
 from mtpsim.spec import Experiment
 from mtpsim.vllm_plugin.settings import PluginSettings, policy_speculative_config
 
-VLLM_CLI = [sys.executable, "-m", "vllm.entrypoints.cli.main"]
-MTPSIM_CLI = [sys.executable, "-m", "mtpsim"]
+# -P: the working folder is not put on sys.path, so a folder named `mtpsim` or `vllm` where
+# the user stands cannot replace the installed packages in the child.
+VLLM_CLI = [sys.executable, "-P", "-m", "vllm.entrypoints.cli.main"]
+MTPSIM_CLI = [sys.executable, "-P", "-m", "mtpsim"]
 # Flags the runner sets itself: argparse keeps the last one, so an extra `--host 0.0.0.0` would
 # open the unauthenticated server to the network, `--port` would hide it from the health check
 # and `--speculative-config` would override the policy.
