@@ -9,21 +9,63 @@ from __future__ import annotations
 
 import functools
 import importlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from mtpsim import __version__
 from mtpsim.clihelp import TeachingCommand
-from mtpsim.errors import UserError
+from mtpsim.errors import UserError, one_line
+
+try:  # typer >= 0.2x vendors its own copy of click
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older typer on the real click
+    from click import exceptions as click_errors
 
 err_console = Console(stderr=True)
 
+
+def print_error(text: str) -> None:
+    """The one red line every user error ends with (control characters escaped)."""
+    err_console.print(f"[bold red]error:[/bold red] {escape(one_line(text))}", highlight=False,
+                      soft_wrap=True)
+
+
+class OneLineUsageErrors(TyperGroup):
+    """Typer prints its own usage errors (a missing argument, an unknown option, a bad flag
+    value) as a boxed block; mtpsim's contract is one line and exit code 2 for every bad input."""
+
+    def main(self, args: Any = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except getattr(click_errors, "NoArgsIsHelpError", ()) as e:  # `mtpsim` alone: the help
+            typer.echo(e.ctx.get_help() if e.ctx else e.format_message())
+            sys.exit(e.exit_code)
+        except click_errors.UsageError as e:
+            where = f"{e.ctx.command_path}: " if e.ctx else ""
+            hint = f" (see {e.ctx.command_path} --help)" if e.ctx else ""
+            print_error(f"{where}{e.format_message()}{hint}")
+            sys.exit(e.exit_code)
+        except click_errors.ClickException as e:
+            print_error(e.format_message())
+            sys.exit(e.exit_code)
+        except typer.Abort:
+            print_error("aborted")
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
     name="mtpsim",
+    cls=OneLineUsageErrors,
     help="What does reusing sparse-attention top-k indices across MTP draft steps cost in "
     "acceptance, and what does it buy in speed? Simulate it, run it for real, compare.",
     no_args_is_help=True,
@@ -55,8 +97,7 @@ def exits_on_user_error(fn: Callable[..., Any], interrupt_line: bool = True) -> 
         try:
             return fn(*args, **kwargs)
         except UserError as e:
-            err_console.print(f"[bold red]error:[/bold red] {escape(e.message())}", highlight=False,
-                              soft_wrap=True)
+            print_error(e.message())
             raise typer.Exit(2) from None
         except KeyboardInterrupt:  # run-real and sweep say more; they exit before reaching here
             if not interrupt_line:

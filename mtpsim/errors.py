@@ -20,8 +20,16 @@ class UserError(Exception):
         return type(self), (self.source, self.field, self.expected)
 
     def message(self) -> str:
+        """One line: control characters in any part (a file name with a newline) are escaped."""
         where = ": ".join(p for p in (self.source, self.field) if p)
-        return f"{where}: {self.expected}" if where else self.expected
+        return one_line(f"{where}: {self.expected}" if where else self.expected)
+
+
+def one_line(text: str) -> str:
+    """`text` with newlines and other control characters written as escapes (`\\n`)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class SpecError(UserError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,13 @@ from typing import Any
 from mtpsim.result import Result
 
 SWEEP_METRICS = ("output_throughput", "median_tpot_ms")
+
+
+def file_stem(name: str) -> str:
+    """`name` as one file name inside the --plot folder: only letters, digits, `_` and `-`
+    (names come from validated inputs; this is the second line of defence against `../x`)."""
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")[:80]
+    return stem or "unnamed"
 
 
 def simulate_plots(results: Mapping[str, Result], out: Path,
@@ -22,7 +30,7 @@ def simulate_plots(results: Mapping[str, Result], out: Path,
 
         for policy, pts in overlap_points(traces).items():
             if pts:
-                paths.append(plot_overlap(pts, out / f"overlap-{policy}.png"))
+                paths.append(plot_overlap(pts, out / f"overlap-{file_stem(policy)}.png"))
     return paths
 
 
@@ -55,6 +63,6 @@ def sweep_plots(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], out: Pat
         cut = [r for r in rows if all(r[a] == v for a, v in first.items())]
         if len({r[axis] for r in cut}) < 2:
             continue
-        name = axis.replace(".", "_")
+        name = file_stem(axis.replace(".", "_"))
         paths.append(plot_sweep(cut, axis, list(SWEEP_METRICS), out / f"sweep-{name}.png"))
     return paths

@@ -1,4 +1,5 @@
-"""Atomic file writes: a crash mid-write never leaves a half-written result behind."""
+"""Atomic file writes: a crash mid-write never leaves a half-written result behind, and a
+write that fails (disk full, no permission) is one `UserError` line with no partial file."""
 
 from __future__ import annotations
 
@@ -30,8 +31,11 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     The file gets the mode a plain `open()` would give it (0666 less the umask), not mkstemp's
     private 0600, so others on a shared machine can read results where the umask lets them."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise UserError(path, None, f"could not write the file ({_reason(e)})") from None
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
@@ -39,9 +43,15 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise UserError(path, None, f"could not write the file ({_reason(e)})") from None
         raise
+
+
+def _reason(e: OSError) -> str:
+    return e.strerror or type(e).__name__
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -59,7 +69,20 @@ def output_dir(path: str | Path, option: str) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise UserError(option, str(path), f"expected a folder to write into ({e.strerror})") from None
+        raise UserError(option, str(path), f"expected a folder to write into ({_reason(e)})") from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise UserError(option, str(path), "expected a folder to write into (permission denied)")
+    return path
+
+
+def output_file(path: str | Path, option: str) -> Path:
+    """Check, before any work, that the file a flag (`option`) names can be written: its folder
+    is created and writable, and the path itself is not a folder or another non-file."""
+    path = Path(path)
+    output_dir(path.parent, option)
+    if path.is_symlink() and not path.exists():
+        raise UserError(option, str(path), "expected a file to write (a dangling symlink is there)")
+    if path.exists() and not path.is_file():
+        kind = "a folder" if path.is_dir() else "not a regular file"
+        raise UserError(option, str(path), f"expected a file to write, got {kind}")
     return path

@@ -8,7 +8,7 @@ A plain vLLM `--save-result` JSON reads as a Result with mode "vllm-bench" and n
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 from mtpsim import __version__
 from mtpsim.errors import ResultError
 from mtpsim.fileio import atomic_write_json
+from mtpsim.inputs import MiB, loads_json, read_text
 from mtpsim.metrics import RequestRecord, SpecDecodeCounters, counters_from_requests, serving_metrics
 
 SCHEMA = "mtpsim-result"
@@ -80,10 +81,13 @@ class Result:
         return out
 
     def write(self, path: str | Path) -> None:
-        atomic_write_json(path, self.to_json())
+        atomic_write_json(path, _finite(self.to_json()))
 
     @classmethod
     def from_json(cls, obj: Any, source: str | Path = "<json>") -> Result:
+        """Validate a parsed result file (types and meaning, see mtpsim.result_check)."""
+        from mtpsim.result_check import check_metrics, check_object, check_phases, check_requests
+
         if not isinstance(obj, dict):
             raise ResultError(source, None, "expected a JSON object (an mtpsim result or a vLLM "
                               "`--save-result` file)")
@@ -93,35 +97,48 @@ class Result:
             mode = obj.get("mode")
             if mode not in MODES:
                 raise ResultError(source, "mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
-            metrics = {k: v for k, v in obj.items() if k not in _MTPSIM_FIELDS}
-            try:
-                requests = (None if obj.get("requests") is None
-                            else [RequestRecord(**r) for r in obj["requests"]])
-            except TypeError as e:
-                raise ResultError(source, "requests", f"expected request records ({e})") from None
+            for key, kind, name in (("policy", str, "a string"), ("experiment", str, "a string"),
+                                    ("seed", int, "an integer")):
+                v = obj.get(key)
+                if v is not None and (not isinstance(v, kind) or isinstance(v, bool)):
+                    raise ResultError(source, key, f"expected {name} or null, got {v!r}"[:120])
+            metrics = check_metrics({k: v for k, v in obj.items() if k not in _MTPSIM_FIELDS},
+                                    source)
             return cls(mode=mode, policy=obj.get("policy"), metrics=metrics,
-                       phases=dict(obj.get("phases") or {}), seed=obj.get("seed"),
-                       experiment=obj.get("experiment"), spec=dict(obj.get("spec") or {}),
-                       extra=dict(obj.get("extra") or {}), requests=requests,
+                       phases=check_phases(obj.get("phases"), source), seed=obj.get("seed"),
+                       experiment=obj.get("experiment"),
+                       spec=check_object(obj.get("spec"), "spec", source),
+                       extra=check_object(obj.get("extra"), "extra", source),
+                       requests=check_requests(obj.get("requests"), source),
                        mtpsim_version=str(obj.get("mtpsim_version", "?")))
         missing = [k for k in _BENCH_REQUIRED if k not in obj]
         if missing:
             raise ResultError(source, missing[0], "expected an mtpsim result (\"schema\": "
                               f"\"{SCHEMA}\") or a vLLM bench JSON with {', '.join(_BENCH_REQUIRED)}")
         for k in _BENCH_REQUIRED:
-            if not isinstance(obj[k], int | float) or isinstance(obj[k], bool):
-                raise ResultError(source, k, f"expected a number, got {obj[k]!r}")
-        metrics = {k: v for k, v in obj.items() if not isinstance(v, dict)}
+            if obj[k] is None:
+                raise ResultError(source, k, "expected a number, got null")
+        metrics = check_metrics({k: v for k, v in obj.items() if not isinstance(v, dict)}, source)
         return cls(mode="vllm-bench", policy=None, metrics=metrics, mtpsim_version="")
+
+
+MAX_RESULT_BYTES = 256 * MiB
 
 
 def load_result(path: str | Path) -> Result:
     """Read an mtpsim result or a `vllm bench serve --save-result` JSON; bad input -> ResultError."""
     path = Path(path)
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ResultError(path, None, "file not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ResultError(path, None, f"expected JSON ({e})") from None
-    return Result.from_json(obj, source=path)
+    text = read_text(path, ResultError, "result file", MAX_RESULT_BYTES)
+    return Result.from_json(loads_json(text, path, ResultError), source=path)
+
+
+def _finite(x: Any) -> Any:
+    """NaN/inf -> null, so that a result file is strict JSON (a figure with no data, such as
+    the acceptance length of a run without drafts, reads back as missing)."""
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import multiprocessing
 import os
 import signal
@@ -26,6 +27,7 @@ from mtpsim.fileio import atomic_write_json
 FORMAT = "mtpsim-sweep-point"
 VERSION = 1
 SOURCE = "--set"
+MAX_POINTS = 4096  # every point is validated up front; a bigger grid is a typo, not a sweep
 # Result figures a sweep row keeps (the full Result stays with `mtpsim simulate --out`).
 ROW_METRICS = ("request_throughput", "output_throughput", "total_token_throughput",
                "median_ttft_ms", "median_tpot_ms", "p90_tpot_ms", "median_itl_ms",
@@ -134,6 +136,10 @@ def build_points(experiment: str | Path, sets: Sequence[str],
     from mtpsim.spec import load_experiment, parse_override
 
     fixed, axes = parse_axes(sets)
+    size = math.prod(len(a.values) for a in axes)
+    if size > MAX_POINTS:
+        raise SpecError(SOURCE, None, f"expected a grid of at most {MAX_POINTS:,} points, got "
+                        f"{' x '.join(str(len(a.values)) for a in axes)} = {size:,}")
     base = load_experiment(experiment, fixed)
     k_key = "speculative.num_speculative_tokens"
     own_rates = any(o.startswith("acceptance.per_position=") for o in fixed) or any(

@@ -25,6 +25,8 @@ from typing import Any
 
 from mtpsim.errors import TraceError
 from mtpsim.fileio import atomic_write_text
+from mtpsim.inputs import loads_json, read_text
+from mtpsim.policies import POLICIES
 from mtpsim.result import PHASES
 
 FORMAT = "mtpsim-trace"
@@ -99,90 +101,30 @@ class Trace:
         return {p: sum(s.phases.get(p, 0.0) for s in self.steps) for p in PHASES}
 
 
-def _get(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str,
-         source: Path) -> Any:
-    v = obj.get(key)
-    if not isinstance(v, kind) or isinstance(v, bool):
-        name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise TraceError(source, f"{where}: {key}", f"expected {name}, got {v!r}")
-    return v
-
-
-def _numbers(v: list[Any], key: str, where: str, source: Path) -> list[Any]:
-    if any(not isinstance(x, int | float) or isinstance(x, bool) for x in v):
-        raise TraceError(source, f"{where}: {key}", "expected a list of numbers")
-    return v
-
-
-def _attention(obj: dict[str, Any], where: str, source: Path) -> dict[str, float]:
-    att = obj.get("attention", {})
-    if (not isinstance(att, dict) or not set(att) <= set(PHASES)
-            or any(not isinstance(v, int | float) or isinstance(v, bool) or v < 0
-                   for v in att.values())):
-        raise TraceError(source, f"{where}: attention",
-                         f"expected an object of non-negative seconds keyed by {', '.join(PHASES)}")
-    return {p: float(v) for p, v in att.items()}
-
-
-def _step(obj: Any, where: str, source: Path) -> TraceStep:
-    if not isinstance(obj, dict):
-        raise TraceError(source, where, "expected a JSON object (one engine step)")
-    phases = _get(obj, "phases", dict, where, source)
-    if set(phases) != set(PHASES) or any(not isinstance(v, int | float) for v in phases.values()):
-        raise TraceError(source, f"{where}: phases", f"expected seconds for {', '.join(PHASES)}")
-    reqs = []
-    for r in _get(obj, "requests", list, where, source):
-        if not isinstance(r, dict):
-            raise TraceError(source, f"{where}: requests", "expected objects")
-        reqs.append(TraceRequest(
-            id=str(_get(r, "id", str, where, source)),
-            context_len=_get(r, "context_len", int, where, source),
-            drafted=_get(r, "drafted", int, where, source),
-            accepted=_numbers(_get(r, "accepted", list, where, source), "accepted", where, source),
-            overlap=_numbers(_get(r, "overlap", list, where, source), "overlap", where, source)))
-    return TraceStep(
-        step=_get(obj, "step", int, where, source),
-        time_s=float(_get(obj, "time_s", (int, float), where, source)),
-        num_reqs=_get(obj, "num_reqs", int, where, source),
-        num_prefills=_get(obj, "num_prefills", int, where, source),
-        phases={p: float(phases[p]) for p in PHASES},
-        shadow_s=float(_get(obj, "shadow_s", (int, float), where, source)),
-        mtp_indexer_calls=_numbers(_get(obj, "mtp_indexer_calls", list, where, source),
-                                   "mtp_indexer_calls", where, source),
-        requests=reqs, attention=_attention(obj, where, source))
-
-
 def read_trace(path: str | Path) -> Trace:
     """Read and validate a trace; any problem -> TraceError naming the file and line."""
+    from mtpsim.trace_check import MAX_K, MAX_TOPK, MAX_TRACE_BYTES, get, read_int, short, step
+
     source = Path(path)
-    try:
-        lines = source.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise TraceError(source, None, "file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise TraceError(source, None, f"cannot read a UTF-8 text file ({e})") from None
-    objs = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            objs.append((n, json.loads(line)))
-        except json.JSONDecodeError:
-            raise TraceError(source, f"line {n}", "expected one JSON object per line") from None
+    lines = read_text(source, TraceError, "trace file", MAX_TRACE_BYTES).splitlines()
+    objs = [(n, loads_json(line, source, TraceError, f"line {n}"))
+            for n, line in enumerate(lines, 1) if line.strip()]
     if not objs or not isinstance(objs[0][1], dict) or objs[0][1].get("format") != FORMAT:
         raise TraceError(source, "line 1", f"expected a header with \"format\": \"{FORMAT}\"")
     head = objs[0][1]
     if head.get("version") != VERSION:
-        raise TraceError(source, "line 1: version", f"expected {VERSION}, got {head.get('version')!r}")
-    trace = Trace(engine=str(_get(head, "engine", str, "line 1", source)),
-                  policy=str(_get(head, "policy", str, "line 1", source)),
-                  num_speculative_tokens=_get(head, "num_speculative_tokens", int, "line 1", source),
-                  index_topk=_get(head, "index_topk", int, "line 1", source),
-                  meta=dict(head.get("meta") or {}))
-    from mtpsim.policies import POLICIES
-
-    if trace.policy not in POLICIES:
-        raise TraceError(source, "line 1: policy",
-                         f"expected one of {', '.join(POLICIES)}, got {trace.policy!r}")
-    trace.steps = [_step(obj, f"line {n}", source) for n, obj in objs[1:]]
+        raise TraceError(source, "line 1: version", f"expected {VERSION}, got {short(head.get('version'))}")
+    policy = get(head, "policy", str, "line 1", source)
+    if policy not in POLICIES:
+        raise TraceError(source, "line 1: policy", f"expected one of {', '.join(POLICIES)}, "
+                         f"got {short(policy)}")
+    meta = head.get("meta", {})
+    if not isinstance(meta, dict):
+        raise TraceError(source, "line 1: meta", f"expected an object, got {short(meta)}")
+    k = read_int(head, "num_speculative_tokens", "line 1", source, 1, MAX_K)
+    trace = Trace(engine=get(head, "engine", str, "line 1", source), policy=policy,
+                  num_speculative_tokens=k,
+                  index_topk=read_int(head, "index_topk", "line 1", source, 1, MAX_TOPK),
+                  meta=dict(meta))
+    trace.steps = [step(obj, k, f"line {n}", source) for n, obj in objs[1:]]
     return trace

@@ -77,12 +77,11 @@ def test_sigint_stops_the_server_and_a_rerun_resumes(tmp_path):
     assert not (out / "share.json").exists()
     fresh_mtime = os.stat(out / "fresh.json").st_mtime_ns
 
-    exp.write_text(TOML.format(n=4, out=16, port=port))
-    rerun = _run_real(exp, out)
+    rerun = _run_real(exp, out)  # the same settings: only those may resume
     text, _ = rerun.communicate(timeout=120)
     assert rerun.returncode == 0, text
     assert "fresh: kept" in text
     assert os.stat(out / "fresh.json").st_mtime_ns == fresh_mtime
     share = json.loads((out / "share.json").read_text())
-    assert share["policy"] == "share" and share["completed"] == 4
+    assert share["policy"] == "share" and share["completed"] == 12
     assert server_pids(port) == []

@@ -53,7 +53,7 @@ def test_engine_section(raw, key, expected):
 
 
 @pytest.mark.parametrize("raw, key, expected", [
-    ({"speculative": {"num_speculative_tokens": 0}}, "speculative.num_speculative_tokens", ">= 1"),
+    ({"speculative": {"num_speculative_tokens": 0}}, "speculative.num_speculative_tokens", "[1, 64]"),
     ({"speculative": {"index_topk": 0}}, "speculative.index_topk", "> 0"),
     ({"speculative": {"method": "eagle"}}, "speculative.method", "'mtp'"),
 ])
@@ -63,7 +63,7 @@ def test_speculative_section(raw, key, expected):
 
 @pytest.mark.parametrize("raw, key, expected", [
     ({"workload": {"max_concurrency": 0}}, "workload.max_concurrency", ">= 1"),
-    ({"workload": {"input_len": -5}}, "workload.input_len", ">= 1"),
+    ({"workload": {"input_len": -5}}, "workload.input_len", "[1, 1e+07]"),
     ({"workload": {"output_len": 1.5}}, "workload.output_len", "expected an integer"),
     ({"workload": {"request_rate": 0}}, "workload.request_rate", "> 0"),
     ({"workload": {"request_rate": "fast"}}, "workload.request_rate", "a number"),

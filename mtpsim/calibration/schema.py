@@ -20,7 +20,6 @@ mtpsim.models.overlap. Step cost: each phase is `coef . features` (seconds), plu
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 from mtpsim import __version__
 from mtpsim.errors import UserError
 from mtpsim.fileio import atomic_write_json
+from mtpsim.inputs import MiB, loads_json, read_text
 from mtpsim.result import PHASES
 
 FORMAT = "mtpsim-calibration"
@@ -137,13 +137,20 @@ class _Reader:
             raise self.fail(f"{where}{key}", f"expected an object, got {v!r}")
         return v
 
+    def report(self, obj: dict[str, Any], where: str) -> dict[str, Any]:
+        v = obj.get("report")
+        if v is not None and not isinstance(v, dict):
+            raise self.fail(f"{where}report", f"expected an object, got {_short(v)}")
+        return dict(v or {})
+
     def rows(self, v: Any, where: str, width: int) -> list[list[float]]:
-        ok = isinstance(v, list) and all(
+        ok = isinstance(v, list) and len(v) <= 64 and all(
             isinstance(r, list) and len(r) == width
-            and all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in r)
+            and all(isinstance(x, int | float) and not isinstance(x, bool) and abs(x) <= 1e6 for x in r)
             for r in v)
         if not ok:
-            raise self.fail(where, f"expected a list of [{', '.join(['number'] * width)}] rows")
+            raise self.fail(where, f"expected at most 64 [{', '.join(['number'] * width)}] rows "
+                            "(|number| <= 1e6)")
         return [[float(x) for x in r] for r in v]
 
 
@@ -160,17 +167,27 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
         raise rd.fail("acceptance.base", "expected at least one draft position")
     sigma = rd.num(acc, "sigma", "acceptance.")
     kappa = rd.num(acc, "kappa", "acceptance.", optional=True)
-    if sigma is None or sigma < 0 or (kappa is not None and kappa <= 0):
-        raise rd.fail("acceptance.sigma", "expected sigma >= 0 and kappa > 0 (or null)")
+    if sigma is None or not 0 <= sigma <= 10 or (kappa is not None and not 0 < kappa <= 1e6):
+        raise rd.fail("acceptance.sigma", "expected sigma in [0, 10] and kappa in (0, 1e6] "
+                      "(or null)")
     pol = rd.table(acc, "policies", "acceptance.")
     policies = {str(p): rd.rows(v, f"acceptance.policies.{p}", 2) for p, v in pol.items()}
     ctx_ref = rd.num(acc, "context_ref", "acceptance.")
-    if ctx_ref is None or ctx_ref <= 0:
-        raise rd.fail("acceptance.context_ref", "expected a positive number")
+    if ctx_ref is None or not 0 < ctx_ref <= 1e9:
+        raise rd.fail("acceptance.context_ref", "expected a positive number of tokens (<= 1e9)")
+    k = len(base)
+    for p, rows in policies.items():
+        if len(rows) != k:
+            raise rd.fail(f"acceptance.policies.{p}", f"expected {k} rows (one per draft position, "
+                          f"as acceptance.base), got {len(rows)}")
     ov = rd.table(obj, "overlap", "")
     ov_pol = rd.table(ov, "policies", "overlap.")
     overlap = OverlapFit({str(p): rd.rows(v, f"overlap.policies.{p}", 2) for p, v in ov_pol.items()},
-                         dict(ov.get("report") or {}))
+                         rd.report(ov, "overlap."))
+    for p, rows in overlap.policies.items():
+        if len(rows) != k - 1:
+            raise rd.fail(f"overlap.policies.{p}", f"expected {k - 1} rows (draft steps 1..k-1 of "
+                          f"k = {k} positions), got {len(rows)}")
     cost = rd.table(obj, "cost", "")
     phases_raw = rd.table(cost, "phases", "cost.")
     phases: dict[str, PhaseFit] = {}
@@ -180,24 +197,31 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
         feats, coef = rd.get(ph, "features", where), rd.get(ph, "coef", where)
         if (not isinstance(feats, list) or not all(isinstance(f, str) for f in feats)
                 or not isinstance(coef, list) or len(coef) != len(feats)
-                or not all(isinstance(c, int | float) and not isinstance(c, bool) and math.isfinite(c)
+                or not all(isinstance(c, int | float) and not isinstance(c, bool) and 0 <= c <= 1e3
                            for c in coef)):
-            raise rd.fail(f"{where}coef", "expected one number per name in features")
+            raise rd.fail(f"{where}coef", "expected one non-negative number (seconds per unit, at "
+                          "most 1e3) per name in features")
         phases[p] = PhaseFit(list(feats), [float(c) for c in coef],
                              float(rd.num(ph, "r2", where, optional=True) or math.nan),
                              float(rd.num(ph, "rmse_s", where, optional=True) or math.nan),
                              int(rd.num(ph, "n", where) or 0))
     gap = rd.num(cost, "gap_s", "cost.")
+    if gap is None or gap < 0:
+        raise rd.fail("cost.gap_s", "expected non-negative seconds")
     sources = rd.get(obj, "sources", "")
     if not isinstance(sources, list) or not sources or not all(
             isinstance(s, dict) and isinstance(s.get("policy"), str) for s in sources):
         raise rd.fail("sources", "expected a non-empty list of {path, policy, ...} objects")
     ranges = rd.table(obj, "ranges", "")
+    for key, v in ranges.items():
+        if not isinstance(v, list) or not all(
+                isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in v):
+            raise rd.fail(f"ranges.{key}", f"expected a list of numbers, got {_short(v)}")
     return Calibration(
         engine=str(obj.get("engine", "")), sources=sources,
         acceptance=AcceptanceFit(float(ctx_ref), base, kappa, float(sigma), policies,
-                                 dict(acc.get("report") or {})),
-        overlap=overlap, cost=CostFit(phases, float(gap or 0.0), dict(cost.get("report") or {})),
+                                 rd.report(acc, "acceptance.")),
+        overlap=overlap, cost=CostFit(phases, float(gap), rd.report(cost, "cost.")),
         ranges={str(k): list(v) for k, v in ranges.items() if isinstance(v, list)},
         created=str(obj.get("created", "")), mtpsim_version=str(obj.get("mtpsim_version", "?")),
         machine=dict(obj.get("machine") or {}) if isinstance(obj.get("machine"), dict) else {},
@@ -226,12 +250,18 @@ def read_calibration(path: str | Path) -> Calibration:
         key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
         if key in _CACHE:
             return _CACHE[key]
-        obj = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CalibrationError(path, None, "file not found (write one with mtpsim simulate "
                                "--trace ... --save-calibration)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CalibrationError(path, None, f"expected a JSON calibration file ({e})") from None
-    cal = calibration_from_json(obj, path)
+    except OSError as e:
+        raise CalibrationError(path, None, f"expected a readable calibration file "
+                               f"({e.strerror or type(e).__name__})") from None
+    text = read_text(path, CalibrationError, "calibration file", 64 * MiB)
+    cal = calibration_from_json(loads_json(text, path, CalibrationError), path)
     _CACHE[key] = cal
     return cal
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."

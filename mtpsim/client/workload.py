@@ -4,7 +4,6 @@ optional `category`) read from a local path."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from mtpsim.errors import UserError
+from mtpsim.inputs import MiB, loads_json, read_text
 from mtpsim.sim.entities import draw_lengths
 
 # Token ids >= this are used for random prompts: id 0 is the reference engine's EOS.
@@ -81,20 +81,12 @@ def speed_bench_requests(path: str | Path, num_prompts: int, output_len: int, *,
     `max_input_len` > 0 cuts each prompt to that many tokens of `tokenizer` (a Hugging Face
     tokenizer of the served model; the chat template adds its own few tokens)."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise UserError(path, None, "SPEED-Bench file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(path, None, f"expected a UTF-8 JSONL file ({e})") from None
+    lines = read_text(path, UserError, "SPEED-Bench file", 2048 * MiB).splitlines()
     prompts = []
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(path, f"line {i}", f"expected JSON ({e.msg})") from None
+        row = loads_json(line, path, UserError, f"line {i}")
         messages = row.get("messages") if isinstance(row, dict) else None
         if not (isinstance(messages, list) and messages and isinstance(messages[0], dict)
                 and isinstance(messages[0].get("content"), str)):

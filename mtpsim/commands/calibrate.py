@@ -66,7 +66,12 @@ def calibrate(
         raise UserError("--write", None, "expected no --set that changes the measured setup "
                         f"({', '.join(changed)}): factors fitted to another setup do not belong "
                         "in the experiment file")
-    fit = fit_factors(load_experiment(experiment, list(set_ or [])))
+    exp = load_experiment(experiment, list(set_ or []))
+    if write:
+        from mtpsim.fileio import output_file
+
+        output_file(experiment, "--write")  # before the fit: its result must be storable
+    fit = fit_factors(exp)
     # A fit that stopped short (e.g. at its evaluation limit) is reported but never stored.
     wrote = write and fit.success
     if wrote:

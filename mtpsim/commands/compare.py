@@ -106,6 +106,10 @@ def compare(
     from mtpsim.compare_sweep import is_sweep
     from mtpsim.report.fit import print_table
 
+    if plot is not None:
+        from mtpsim.fileio import output_dir
+
+        output_dir(plot, "--plot")  # before any work
     if len(inputs) == 1 and is_sweep(Path(inputs[0])):
         _compare_sweep(Path(inputs[0]), baseline, num_boot, seed, as_json)
         return

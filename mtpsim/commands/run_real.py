@@ -7,15 +7,17 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from mtpsim.errors import ResultError, UserError
+from mtpsim.fileio import output_dir
 
 if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
     from mtpsim.result import Result
+    from mtpsim.spec import Experiment
 
 if TYPE_CHECKING:
     from mtpsim.trace import Trace
@@ -46,8 +48,25 @@ def policy_runner(engine: str, server: bool, out: Path, trace: bool = False,
     return runner
 
 
-def _finished(path: Path, mode: str) -> Result | None:
-    """A complete result already at `path` (a rerun skips its policy), else None."""
+# Spec entries that do not change one policy's run (which policies run, labels).
+_NOT_SETTINGS = ("policies", "description", "source", "overrides")
+
+
+def _settings(spec: dict) -> dict:
+    return {k: v for k, v in json.loads(json.dumps(spec)).items() if k not in _NOT_SETTINGS}
+
+
+def _changed(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ between two spec dicts."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [d for k in sorted(set(old) | set(new))
+                for d in _changed(old.get(k), new.get(k), f"{prefix}{k}.")]
+    return [] if old == new else [prefix.rstrip(".")]
+
+
+def _finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool) -> Result | None:
+    """A complete result of the same run already at `path` (a rerun keeps it), None if there is
+    none; a result of other settings (spec, weights, engine, policy) is refused, not resumed."""
     from mtpsim.result import load_result
 
     if not path.is_file():
@@ -55,8 +74,15 @@ def _finished(path: Path, mode: str) -> Result | None:
     try:
         res = load_result(path)
     except ResultError:
-        return None
-    return res if res.mode == mode else None
+        return None  # not a finished result (writes are atomic): rerun the policy
+    diff = ([] if res.mode == mode else ["engine"]) + ([] if res.policy == policy else ["policy"])
+    diff += [] if ("server_argv" in res.extra) == served else ["--server"]
+    diff += _changed(_settings(res.spec), _settings(exp.to_dict()))
+    if diff:
+        shown = ", ".join(diff[:4]) + (f" and {len(diff) - 4} more" if len(diff) > 4 else "")
+        raise UserError(path, None, f"expected a result of the same settings to resume, but "
+                        f"{shown} differ; rerun with --force to replace it, or choose another --out")
+    return res
 
 
 def _resume(experiment: Path, engine: str, out: Path, sets: list[str] | None, policies: list[str] | None,
@@ -157,10 +183,13 @@ def run_real(
     if not served and (trace or bench_client != "mtpsim"):
         raise UserError(None, "--trace" if trace else "--bench-client",
                         "applies to --engine vllm or --server runs")
+    output_dir(out, "--out")  # before the run: a finished run must have somewhere to go
+    mode = "reference" if engine == "reference" else engine
+    kept = {} if force else {name: prev for name in exp.policies
+                             if (prev := _finished(out / f"{name}.json", mode, name, exp, served))}
     runner = policy_runner(engine, server, out, trace, bench_client, smoke=smoke)
     if smoke:
         smoke_run.prepare_model((out / "smoke-model").absolute())
-    mode = "reference" if engine == "reference" else engine
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -173,7 +202,7 @@ def run_real(
                       TimeElapsedColumn(), console=err_console, transient=True) as bar:
             for name in exp.policies:
                 res_path = out / f"{name}.json"
-                if not force and (prev := _finished(res_path, mode)) is not None:
+                if (prev := kept.get(name)) is not None:
                     results[name] = prev
                     err_console.print(f"{name}: kept {res_path} (use --force to rerun)", highlight=False)
                     continue

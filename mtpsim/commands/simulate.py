@@ -103,7 +103,7 @@ def simulate(
     Example: [cyan]mtpsim simulate experiments/pr47352.toml --set workload.num_prompts=64[/cyan]
     """
     from mtpsim.errors import UserError
-    from mtpsim.fileio import output_dir
+    from mtpsim.fileio import output_dir, output_file
     from mtpsim.report import measured_table, phase_table, pr_table, summary_lines
     from mtpsim.report.fit import print_table
     from mtpsim.report.titles import setup_title
@@ -122,10 +122,11 @@ def simulate(
         raise UserError(None, "--bootstrap", "expected --trace files to refit")
     if save_calibration is not None and not trace:
         raise UserError(None, "--save-calibration", "expected --trace files to fit")
-    for folder, flag in ((out, "--out"), (plot, "--plot"),
-                         (save_calibration and save_calibration.parent, "--save-calibration")):
+    for folder, flag in ((out, "--out"), (plot, "--plot")):
         if folder is not None:
             output_dir(folder, flag)
+    if save_calibration is not None:
+        output_file(save_calibration, "--save-calibration")
     if trace:
         from mtpsim.calibration.report import fit_from_traces, fit_tables
 

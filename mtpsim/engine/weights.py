@@ -9,8 +9,11 @@ from typing import Any
 import torch
 
 from mtpsim.engine.model import ModelArgs, Transformer
+from mtpsim.errors import SpecError
+from mtpsim.inputs import MiB, check_file, loads_json, read_text
 
 BUILTIN = Path(__file__).parent / "weights" / "reference.safetensors"
+MAX_WEIGHTS_BYTES = 16 * 1024 * MiB
 # Shipped model sizes, trained with the same recipe (experiments/train_reference.py --size);
 # "builtin" is "base", the default. Only a size whose file is present can be selected.
 NAMED = {"builtin": BUILTIN, "base": BUILTIN,
@@ -53,12 +56,26 @@ def load(path: Path | None = None, device: str | torch.device = "cpu",
     from safetensors.torch import load_file
 
     path = Path(path) if path is not None else BUILTIN
-    meta = json.loads(sidecar(path).read_text())
-    model = Transformer(ModelArgs(**meta["config"]))
-    state = load_file(str(path))
-    model.load_state_dict({k: v.to(torch.float32) for k, v in state.items()})
+    config = read_meta(path).get("config")
+    if not isinstance(config, dict):
+        raise SpecError(sidecar(path), "config", "expected an object of model settings")
+    try:
+        model = Transformer(ModelArgs(**config))
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise SpecError(sidecar(path), "config", f"expected the model settings ({e})") from None
+    check_file(path, SpecError, "weights file", MAX_WEIGHTS_BYTES)
+    try:
+        state = load_file(str(path))
+        model.load_state_dict({k: v.to(torch.float32) for k, v in state.items()})
+    except Exception as e:  # safetensors raises its own error type; torch a RuntimeError
+        raise SpecError(path, None, "expected safetensors weights matching the config "
+                        f"({type(e).__name__}: {str(e)[:160]})") from None
     return model.to(device=device, dtype=dtype).eval()
 
 
 def read_meta(path: Path | None = None) -> dict[str, Any]:
-    return json.loads(sidecar(Path(path) if path is not None else BUILTIN).read_text())
+    side = sidecar(Path(path) if path is not None else BUILTIN)
+    meta = loads_json(read_text(side, SpecError, "weights config file", 16 * MiB), side, SpecError)
+    if not isinstance(meta, dict):
+        raise SpecError(side, None, "expected a JSON object ({\"config\": ...})")
+    return meta

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mtpsim.errors import SpecError
+from mtpsim.inputs import MAX_NESTING, MiB, check_nesting, read_text
 from mtpsim.metrics import conditional_to_marginal, marginal_to_conditional
 from mtpsim.policies import POLICIES
 from mtpsim.spec.fields import build_section
@@ -42,6 +43,7 @@ SECTIONS: dict[str, type] = {
 }
 TOP_LEVEL = ("description", "seed", "policies")
 OVERRIDE_SOURCE = "--set"
+MAX_SPEC_BYTES = 4 * MiB
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,16 +95,17 @@ def _json_safe(x: Any) -> Any:
     return x
 
 
-def _read_toml(path: Path, what: str) -> dict[str, Any]:
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """A TOML file read through the checked reader (regular file, size, nesting); one line on error."""
+    text = read_text(path, SpecError, what, MAX_SPEC_BYTES)
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise SpecError(path, None, f"{what} not found") from None
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError(path, None, f"expected valid TOML ({e})") from None
-    except (IsADirectoryError, UnicodeDecodeError) as e:
-        raise SpecError(path, None, f"expected a TOML file ({e})") from None
+    except RecursionError:
+        raise SpecError(path, None, f"expected TOML nested at most {MAX_NESTING} deep") from None
+    check_nesting(raw, path, SpecError, finite=False)
+    return raw
 
 
 def available_presets(kind: str) -> list[str]:
@@ -120,13 +123,17 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         parsed = tomllib.loads(f"v = {value.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         parsed = value.strip()
+    except RecursionError:
+        raise SpecError(OVERRIDE_SOURCE, key.strip(), f"expected a value nested at most "
+                        f"{MAX_NESTING} deep") from None
+    check_nesting(parsed, OVERRIDE_SOURCE, SpecError, key.strip(), finite=False)
     return path, parsed
 
 
 def load_experiment(path: str | Path, overrides: Sequence[str] = ()) -> Experiment:
     """Read, merge and validate an experiment; any problem is a SpecError naming file and key."""
     path = Path(path)
-    raw = _read_toml(path, "experiment file")
+    raw = read_toml(path, "experiment file")
     return experiment_from_dict(raw, source=str(path), overrides=overrides)
 
 
@@ -177,7 +184,7 @@ def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
                                     f"{section}.preset", f"expected one of "
                                     f"{', '.join(available_presets(kind))}, got {name!r}")
                 preset_file = PRESETS_DIR / kind / f"{name}.toml"
-                preset = _read_toml(preset_file, "preset")
+                preset = read_toml(preset_file, "preset")
                 preset_keys = set(preset) - set(table)
                 table = {**preset, **table}
         built[section] = build_section(cls, table, section,

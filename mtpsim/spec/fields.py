@@ -102,11 +102,37 @@ def coerce(value: Any, tp: Any) -> Any:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
         if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity"):
-            return math.inf
+            return math.inf  # refused by build_section unless the field's default is inf
     elif tp is str:
         if isinstance(value, str):
             return value
     raise TypeError(f"expected {_type_name(tp)}, got {value!r}")
+
+
+# Every number of a spec lies in these bounds (beyond them the models overflow to inf/NaN or
+# the simulator tries to allocate the impossible); fields have tighter checks of their own.
+MAX_INT = 10**12
+FLOAT_RANGE = (1e-12, 1e12)
+
+
+def _magnitude(value: Any, allow_inf: bool) -> str | None:
+    """None if every number in `value` is finite (or +inf where `allow_inf`) and of sane size."""
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, tuple) else (value,)
+    for x in items:
+        if isinstance(x, dict | tuple):
+            if (msg := _magnitude(x, allow_inf)) is not None:
+                return msg
+        elif isinstance(x, bool) or not isinstance(x, int | float):
+            continue
+        elif isinstance(x, int) and abs(x) > MAX_INT:
+            return f"expected an integer of magnitude at most {MAX_INT:.0e}, got {x:.3g}"
+        elif isinstance(x, float) and (math.isnan(x) or (math.isinf(x) and not (allow_inf and x > 0))):
+            return f"expected a finite number, got {x}"
+        elif isinstance(x, float) and math.isfinite(x) and x != 0 and not (
+                FLOAT_RANGE[0] <= abs(x) <= FLOAT_RANGE[1]):
+            return (f"expected 0 or a magnitude in [{FLOAT_RANGE[0]:g}, {FLOAT_RANGE[1]:g}], "
+                    f"got {x:g}")
+    return None
 
 
 def build_section(cls: type, raw: Mapping[str, Any], section: str,
@@ -131,6 +157,8 @@ def build_section(cls: type, raw: Mapping[str, Any], section: str,
             raise SpecError(source_of(f.name), where, "missing; set it in the experiment or preset")
         else:
             value = f.default if f.default is not MISSING else f.default_factory()
+        if (msg := _magnitude(value, allow_inf=f.default == math.inf)) is not None:
+            raise SpecError(source_of(f.name), where, msg)
         check = f.metadata.get("check")
         if check is not None and (msg := check(value)) is not None:
             shown = "inf" if value == math.inf else repr(value)

@@ -24,6 +24,7 @@ FITTABLE = ("mem_efficiency", "compute_efficiency", "comm_efficiency", "overhead
 
 _pos = at_least(1)
 _nonneg = at_least(0)
+_MAX_LEN = 10_000_000  # tokens of one prompt or output
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,7 @@ class SpeculativeSpec:
     """`--speculative-config`: MTP drafting."""
 
     method: str = option("mtp", "drafting method", one_of("mtp"))
-    num_speculative_tokens: int = option(3, "draft tokens per step (k)", _pos)
+    num_speculative_tokens: int = option(3, "draft tokens per step (k)", in_range(1, 64))
     index_topk: int | None = option(None, "top-k of the sparse attention (default: the model's)",
                                     greater_than(0))
 
@@ -106,9 +107,9 @@ class SpeculativeSpec:
 class WorkloadSpec:
     """The benchmark client (`vllm bench serve`)."""
 
-    num_prompts: int = option(256, "requests sent", _pos)
-    input_len: int = option(1024, "prompt tokens (mean if distributed)", _pos)
-    output_len: int = option(1024, "output tokens (mean if distributed)", _pos)
+    num_prompts: int = option(256, "requests sent", in_range(1, 100_000))
+    input_len: int = option(1024, "prompt tokens (mean if distributed)", in_range(1, _MAX_LEN))
+    output_len: int = option(1024, "output tokens (mean if distributed)", in_range(1, _MAX_LEN))
     input_len_distribution: str = option("fixed", "prompt-length distribution",
                                          one_of(*LENGTH_DISTRIBUTIONS))
     input_len_spread: float = option(0.0, "uniform: range ratio; lognormal: sigma", _nonneg)
@@ -133,7 +134,8 @@ class WorkloadSpec:
                                 _nonneg)
     backend: str = option("openai-chat", "endpoint: openai (completions) or openai-chat",
                           one_of("openai", "openai-chat"))
-    num_warmups: int = option(0, "warm-up requests before the measured run", _nonneg)
+    num_warmups: int = option(0, "warm-up requests before the measured run",
+                              in_range(0, 100_000))
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,11 +149,12 @@ class AcceptanceSpec:
                        one_of("marginal", "conditional"))
     mode: str = option("sampled", "sampled (seeded draws) or expected (no noise)",
                        one_of("sampled", "expected"))
-    request_sigma: float = option(0.0, "spread of per-request acceptance (logit std)", _nonneg)
+    request_sigma: float = option(0.0, "spread of per-request acceptance (logit std)",
+                                  in_range(0, 10))
     overlap_agreement: float = option(0.41, "consecutive-step top-k agreement beyond chance",
                                       in_range(0, 1))
     overlap_step_exponent: float = option(0.5, "agreement at gap s is agreement ** s**this",
-                                          _nonneg)
+                                          in_range(0, 10))
     target_agreement: float = option(0.05, "MTP vs target last-layer top-k agreement",
                                      in_range(0, 1))
     critical_entries: float = option(8.0, "kappa in a' = a * (1 - (1 - overlap)**kappa)",

@@ -13,7 +13,6 @@ and its discrepancy term widens with the distance, as for `--uncertainty`.
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ import numpy as np
 from mtpsim.errors import SpecError
 from mtpsim.policies import policies_where
 from mtpsim.spec import Experiment, available_presets, experiment_from_dict
+from mtpsim.spec.experiment import read_toml
 from mtpsim.uncertainty.domain import Domain, extrapolation
 from mtpsim.uncertainty.draws import Draw, plan, run_draw
 from mtpsim.uncertainty.summary import Interval, Spread, adjust, interval
@@ -78,12 +78,7 @@ def load_deployment(path: str | Path) -> Deployment:
     """Read and check a deployment file; each problem is one line naming file and field."""
     path = Path(path)
     src = str(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(src, None, "deployment file not found") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, IsADirectoryError) as e:
-        raise SpecError(src, None, f"expected a TOML deployment file ({e})") from None
+    raw = read_toml(path, "deployment file")  # FIFO, folder, deep nesting: one line
     for key in raw:
         if key not in ("description", "seed", "deployment", "workload", "advise", "uncertainty"):
             raise SpecError(src, key, "unknown section; expected deployment, workload, advise, "

@@ -15,8 +15,10 @@ from mtpsim.spec import Experiment
 from mtpsim.vllm_plugin.settings import PluginSettings, policy_speculative_config
 from mtpsim.vllm_runner.owned_flags import RUNNER_OWNED, check_extra_args
 
-VLLM_CLI = [sys.executable, "-m", "vllm.entrypoints.cli.main"]
-MTPSIM_CLI = [sys.executable, "-m", "mtpsim"]
+# -P: the working folder is not put on sys.path, so a folder named `mtpsim` or `vllm` where
+# the user stands cannot replace the installed packages in the child.
+VLLM_CLI = [sys.executable, "-P", "-m", "vllm.entrypoints.cli.main"]
+MTPSIM_CLI = [sys.executable, "-P", "-m", "mtpsim"]
 
 
 def speculative_config(exp: Experiment, policy: str,

@@ -1,0 +1,78 @@
+"""`mtpsim run-real` keeps a finished policy only when its result was made with the same
+settings; a result of other settings is refused (one line, exit 2) until `--force`, and an
+unusable `--out` is refused before anything runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from test_run_real_reference_writes_results_and_traces import _setup
+from typer.testing import CliRunner
+
+from mtpsim.cli import app
+
+
+def _run(spec: Path, out: Path, *extra: str):
+    return CliRunner().invoke(app, ["run-real", str(spec), "--out", str(out), "-p", "fresh", *extra])
+
+
+def test_a_changed_set_is_not_resumed_silently(tmp_path):
+    spec, out = _setup(tmp_path), tmp_path / "out"
+    assert _run(spec, out).exit_code == 0
+    first = (out / "fresh.json").stat().st_mtime_ns
+
+    same = _run(spec, out)
+    assert same.exit_code == 0 and "fresh: kept" in same.output
+
+    changed = _run(spec, out, "--set", "workload.num_prompts=2")
+    assert changed.exit_code == 2, changed.output
+    line = changed.output.strip()
+    assert "\n" not in line and "workload.num_prompts" in line and "--force" in line
+    assert (out / "fresh.json").stat().st_mtime_ns == first  # nothing was rerun or replaced
+
+    forced = _run(spec, out, "--set", "workload.num_prompts=2", "--force")
+    assert forced.exit_code == 0, forced.output
+    assert (out / "fresh.json").stat().st_mtime_ns != first
+
+
+def test_another_seed_or_policy_file_is_not_resumed(tmp_path):
+    spec, out = _setup(tmp_path), tmp_path / "out"
+    assert _run(spec, out).exit_code == 0
+    (out / "share.json").write_bytes((out / "fresh.json").read_bytes())  # fresh's result as share's
+    r = CliRunner().invoke(app, ["run-real", str(spec), "--out", str(out), "-p", "share"])
+    assert r.exit_code == 2 and "policy" in r.output
+    r = _run(spec, out, "--seed", "11")
+    assert r.exit_code == 2 and "seed" in r.output
+
+
+def _unwritable_folder(tmp_path: Path) -> tuple[Path, Path]:
+    """(a folder nobody may write into, its parent to unlock). Root ignores permission bits, so
+    it gets a folder under /proc, which no one can create."""
+    if os.geteuid() == 0 and Path("/proc/self").is_dir():
+        return Path("/proc/self/mtpsim-out"), Path("/proc/self")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    return locked / "out", locked
+
+
+def test_an_unwritable_out_is_refused_before_the_run(tmp_path):
+    spec = _setup(tmp_path)
+    target, parent = _unwritable_folder(tmp_path)
+    try:
+        r = _run(spec, target)
+        assert r.exit_code == 2, r.output
+        assert f"--out: {target}: expected a folder to write into" in r.output
+        assert r.output.count("\n") == 1  # one line, and no progress: the engine never ran
+    finally:
+        if parent.is_relative_to(tmp_path):
+            parent.chmod(0o700)
+
+
+def test_a_file_as_out_is_refused_before_the_run(tmp_path):
+    spec = _setup(tmp_path)
+    blocker = tmp_path / "taken"
+    blocker.write_text("")
+    r = _run(spec, blocker)
+    assert r.exit_code == 2 and "expected a folder to write into" in r.output
