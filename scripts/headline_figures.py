@@ -104,6 +104,10 @@ def reference_cpu() -> list[Figure]:
 NOT_SHIPPED = [
     Figure("draft-phase speed-up of share at 1K / 4K context", "1.10x / 1.24x",
            "python benchmarks/bench_reference.py (timings printed, not stored; reruns in minutes)"),
+    Figure("draft-phase speed-up of share at 1K / 4K / 8K, faithful skip (one loaded run)",
+           "1.12x / 1.28x / 1.37x",
+           "python benchmarks/bench_reference.py --contexts 1024 4096 8156 --batch 4 --repeats 20 "
+           "--out-len 32 --before --clock cpu (printed, not stored; docs/reference-engine.md)"),
     Figure("held-out sim vs real: acceptance length / output throughput / median TPOT within",
            "2.6 % / 8.7 % / 9.6 %",
            "python benchmarks/heldout_validation.py --out runs/heldout-v6 (real runs on the reference "

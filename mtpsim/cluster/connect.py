@@ -142,13 +142,21 @@ def require_engine(cluster: list[Node], engine: str, gpu_nodes_only: bool = Fals
         ray.cancel(ref, force=True)
     problems = [f"{refs[r].ip} ({refs[r].node_id[:8]}) did not answer in {PROBE_TIMEOUT_S:.0f} s"
                 for r in late]
+    gone = 0
     for ref in ready:
         try:
             why = ray.get(ref)
+        except (ray.exceptions.TaskUnschedulableError, ray.exceptions.NodeDiedError):
+            # Listed alive but gone: the control store marks a dead node a few seconds late.
+            # Ray will not place a point there, so it is no reason to refuse the sweep.
+            gone += 1
+            continue
         except Exception as e:  # noqa: BLE001 - a node that cannot even run the probe
             why = f"the probe failed ({type(e).__name__})"
         if why:
             problems.append(f"{refs[ref].ip} ({refs[ref].node_id[:8]}): {why}")
+    if not problems and gone == len(refs):
+        raise UserError(FLAG, None, "expected a cluster with alive nodes, every node left it")
     if problems:
         more = f" (and {len(problems) - 1} more nodes)" if len(problems) > 1 else ""
         raise UserError(FLAG, f"--engine {engine}", f"expected the engine installed on every node: "
