@@ -121,6 +121,7 @@ def test_a_node_killed_mid_sweep_loses_no_point_and_a_rerun_does_nothing(cluster
     again = _sweep(spec, out, cluster.address)
     stdout, stderr = again.communicate(timeout=300)
     assert again.returncode == 0, stderr
+    assert stdout.strip(), stderr  # the rows as JSON; what went wrong is on stderr
     assert json.loads(stdout)["resumed"] == 3
     assert stamps == {f: f.stat().st_mtime_ns for f in out.rglob("*")
                       if f.is_file() and f.name != "sweep.json"}

@@ -146,6 +146,9 @@ def sweep(
         if cluster is not None:
             from mtpsim.cluster.connect import connect
 
+            # From the moment the driver joins, Ray's listener may print (e.g. a node that died
+            # before this run): to stderr, never into the table or --json (see _on_cluster).
+            _RAY_STDOUT.enter_context(contextlib.redirect_stdout(sys.stderr))
             nodes = connect(cluster)
         if engine is None:
             _simulated(experiment, set_, axes, points, out, as_json, plot, jobs, nodes, retries)
@@ -161,6 +164,7 @@ def sweep(
             from mtpsim.cluster.connect import disconnect
 
             disconnect()
+        _RAY_STDOUT.close()
 
 
 def _where(nodes: Any, jobs: int) -> str:
@@ -168,6 +172,10 @@ def _where(nodes: Any, jobs: int) -> str:
         return f"on {jobs} worker{'s' if jobs > 1 else ''}"
     return f"on a Ray cluster of {len(nodes)} nodes ({sum(n.cpus for n in nodes):g} CPUs, " \
            f"{sum(n.gpus for n in nodes):g} GPUs)"
+
+
+# Holds the stdout redirect from joining the Ray cluster until leaving it.
+_RAY_STDOUT = contextlib.ExitStack()
 
 
 @contextlib.contextmanager
@@ -179,11 +187,11 @@ def _on_cluster(nodes: Any) -> Iterator[None]:
         return
     from mtpsim.cluster.connect import disconnect
 
-    with contextlib.redirect_stdout(sys.stderr):  # until Ray's listener thread has stopped
-        try:
-            yield
-        finally:
-            disconnect()
+    try:
+        yield
+    finally:
+        disconnect()  # Ray's listener thread stops here; only then may stdout be restored
+        _RAY_STDOUT.close()
 
 
 def _progress(as_json: bool) -> Any:
