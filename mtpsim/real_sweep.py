@@ -201,16 +201,23 @@ def todo_repeats(experiment: ExperimentRef, point: Point, plan: RealPlan, out: P
     return [r for r in range(plan.repeats) if r not in done]
 
 
+def start_point(experiment: str, point: Point, plan: RealPlan, out: Path) -> list[int]:
+    """The repeats a point still needs; when there are any, its point file is written first.
+    Both executors (this process and Ray) start a point through here."""
+    todo = todo_repeats(experiment, point, plan, out)
+    if todo:
+        write_point(out, point, experiment, plan)
+    return todo
+
+
 def run_local(experiment: str, points: Sequence[Point], plan: RealPlan,
               out: Path) -> Iterator[PointEvent]:
     """The real sweep in this process, point after point; a point whose run raised is retried
     (its unfinished repeats) up to `plan.retries` times, then recorded as failed."""
     for p in points:
-        todo = todo_repeats(experiment, p, plan, out)
-        if not todo:
+        if not (todo := start_point(experiment, p, plan, out)):
             yield PointEvent(p, "resumed")
             continue
-        write_point(out, p, experiment, plan)
         reason = ""
         for _ in range(plan.retries + 1):
             try:

@@ -18,9 +18,8 @@ from mtpsim.real_sweep import (
     RealPlan,
     clear_failed,
     point_task,
-    todo_repeats,
+    start_point,
     write_failed,
-    write_point,
     write_run,
 )
 from mtpsim.sweep import ExperimentRef, Point, finished_first, load_point, point_path, read_experiment
@@ -110,11 +109,9 @@ def real_on_ray(experiment: str, points: Sequence[Point], plan: RealPlan,
     task = ray.remote(point_task)
     submits, by_id = [], {}
     for p in points:
-        todo = todo_repeats(experiment, p, plan, out)
-        if not todo:
+        if not (todo := start_point(experiment, p, plan, out)):
             yield PointEvent(p, "resumed")
             continue
-        write_point(out, p, experiment, plan)
         gpus, cpus, _ = point_resources(load_point(experiment, p.overrides), plan)
         opts = task.options(num_cpus=cpus, num_gpus=gpus, max_retries=plan.retries,
                             retry_exceptions=True, name=f"mtpsim-point-{p.point_id}")
