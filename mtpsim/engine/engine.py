@@ -26,6 +26,7 @@ stops a request is included in its `new_token_ids`.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -109,7 +110,9 @@ class SpecDecodeEngine:
                                  "dtype": str(model.output.weight.dtype).removeprefix("torch."),
                                  "threads": torch.get_num_threads(),
                                  "max_num_seqs": config.max_num_seqs})
-        self._seed, self._n_added, self._n_steps, self._t0 = seed, 0, 0, sync_time(self.device)
+        # The trace's time origin: the first step, on the phase clock in force while serving (the
+        # runner may switch to the CPU clock after building the engine).
+        self._seed, self._n_added, self._n_steps, self._t0 = seed, 0, 0, math.nan
 
     # --- public API ---
     def add_request(self, request_id: str, prompt_tokens: list[int], max_tokens: int,
@@ -142,6 +145,8 @@ class SpecDecodeEngine:
     @torch.inference_mode()
     def step(self) -> list[RequestOutput]:
         t_step = sync_time(self.device)
+        if math.isnan(self._t0):
+            self._t0 = t_step
         times = dict.fromkeys(PHASES, 0.0)
         self._attention = dict.fromkeys(PHASES, 0.0)  # sparse-attention seconds within each phase
         sparse_attention.on = self.cfg.trace
