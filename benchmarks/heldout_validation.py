@@ -86,11 +86,17 @@ def run_real(toml: str, out: Path, weights: list[str], rounds: int) -> str:
 
 
 def _mean_metrics(runs: list) -> dict:
+    """The runs' metrics averaged; counts (requests, tokens, drafts) rounded to whole numbers, as
+    the result format holds them (their rates and the acceptance length stay exact means)."""
+    from mtpsim.result_check import COUNTS
+
     metrics = {}
     for key, v in runs[0].metrics.items():
         vals = [r.metrics[key] for r in runs]
         if isinstance(v, int | float) and not isinstance(v, bool):
             metrics[key] = sum(vals) / len(runs)
+            if key in COUNTS:
+                metrics[key] = round(metrics[key])
         elif isinstance(v, list) and all(isinstance(x, int | float) for x in v):
             metrics[key] = [sum(xs) / len(runs) for xs in zip(*vals, strict=True)]
         else:

@@ -16,7 +16,7 @@ from mtpsim.errors import ResultError
 from mtpsim.metrics import RequestRecord
 
 RATES_KEY = "spec_decode_per_position_acceptance_rates"
-_COUNTS = ("completed", "total_input_tokens", "total_output_tokens", "spec_decode_num_drafts",
+COUNTS = ("completed", "total_input_tokens", "total_output_tokens", "spec_decode_num_drafts",
            "spec_decode_draft_tokens", "spec_decode_accepted_tokens")
 # Rounding a vLLM table to 2-4 digits leaves this much disagreement between its figures.
 _LENGTH_TOL = 0.01
@@ -30,7 +30,7 @@ def _is_num(v: Any) -> bool:
 
 def is_metric_key(key: str) -> bool:
     """Keys whose values compare and the report print as figures."""
-    return (key in _COUNTS or key == "duration" or key.endswith(("_ms", "_throughput"))
+    return (key in COUNTS or key == "duration" or key.endswith(("_ms", "_throughput"))
             or (key.startswith("spec_decode_") and key != RATES_KEY))
 
 
@@ -43,7 +43,7 @@ def check_metrics(metrics: Mapping[str, Any], source: str | Path) -> dict[str, A
         if is_metric_key(key):
             if not _is_num(v) or v < 0:
                 raise ResultError(source, key, f"expected a non-negative finite number, got {_short(v)}")
-            if key in _COUNTS and v != int(v):
+            if key in COUNTS and v != int(v):
                 raise ResultError(source, key, f"expected a whole count, got {v}")
         elif key == RATES_KEY and (not isinstance(v, list) or len(v) > 64 or not all(
                 _is_num(x) and 0 <= x <= 1 for x in v)):
