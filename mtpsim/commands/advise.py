@@ -62,24 +62,27 @@ def advise(
             adv = run_advise(dep, jobs, progress=lambda d, t: bar.update(task, completed=d, total=t))
     else:
         adv = run_advise(dep, jobs)
+    from mtpsim.report.fit import print_lines, print_table
+
     prob = 0.9
     rows = adv.rows(prob)
     k, p, iv, robust = adv.recommendation(prob)
-    verdict = _verdict(adv, prob)
+    doubt = _doubt(adv, prob)
+    verdict = _verdict(adv, prob, doubt)
     if as_json:
         typer.echo(json.dumps({
             "deployment": str(deployment), "draws": dep.draws, "wall_s": adv.wall_s,
             "best_fresh_k": adv.best_fresh(),
             "recommendation": {"k": k, "policy": p, "gain_pct": iv.to_json(), "robust": robust},
-            "verdict": verdict, "skipped": adv.skipped,
+            "cannot_tell": doubt, "verdict": verdict, "skipped": adv.skipped,
             "rows": [{kk: (v.to_json() if hasattr(v, "to_json") else v) for kk, v in r.items()}
                      for r in rows],
             "extrapolation": {f"k={c[0]} ctx={c[1]} conc={c[2]}": list(n)
                               for c, n in adv.notes.items() if n}}, indent=2))
         return
-    console.print(_table(adv, rows, prob))
-    for line in verdict:
-        console.print(line, highlight=False, soft_wrap=True)
+    # cut to fit: k and policy repeat; a gain keeps its P, share vs fresh its P and verdict
+    print_table(console, _table(adv, rows, prob), keep=2, group=(1, 1, 2, 3))
+    print_lines(console, verdict)
     if plot is not None:
         from mtpsim.uncertainty.plot import gain_plot
 
@@ -100,23 +103,53 @@ def _table(adv, rows, prob) -> Table:
         same = r.get("vs_fresh_same_k")
         t.add_row(str(r["k"]), r["policy"], f"{thr.median:,.0f} [{thr.lo:,.0f}, {thr.hi:,.0f}]",
                   f"{tpot.median:.2f} [{tpot.lo:.2f}, {tpot.hi:.2f}]",
-                  *((f"{g.median:+.2f} % [{g.lo:+.2f}, {g.hi:+.2f}]", f"{g.p_pos:.2f}")
+                  *((_iv(g), f"{g.p_pos:.2f}")
                     if (r["k"], r["policy"]) != (adv.best_fresh(), "fresh") else ("baseline", "")),
-                  "" if same is None else f"{same.median:+.2f} % [{same.lo:+.2f}, {same.hi:+.2f}]",
+                  "" if same is None else _iv(same),
                   "" if same is None else f"{same.p_pos:.2f}",
                   "" if same is None else ("cannot tell" if same.spans_zero
                                            else ("share wins" if same.lo > 0 else "fresh wins")))
     return t
 
 
-def _verdict(adv, prob) -> list[str]:
+def _iv(iv, unit: str = " %") -> str:
+    return f"{iv.median:+.2f}{unit} [{iv.lo:+.2f}, {iv.hi:+.2f}]"
+
+
+def _doubt(adv, prob) -> dict | None:
+    """When the best median (k, policy) is not robust: its gain, why its interval spans 0 (the
+    parameters that drive it, the extrapolation that widens it) and the exact command of the
+    measurement that would decide it, at the context where the answer is widest."""
     import numpy as np
 
     from mtpsim.uncertainty import sensitivity as sens
     from mtpsim.uncertainty.summary import interval
 
     k, p, iv, robust = adv.recommendation(prob)
+    if robust:
+        return None
     best = adv.best_fresh()
+    y = adv.gain(k, p)
+    inputs = {n: np.array([d.unit[n] for d in adv.draws]) for n in adv.draws[0].unit}
+    group, share, params = sens.measure_next(sens.table(inputs, y))
+    if p == "fresh":
+        ctx = max(adv.dep.contexts)
+    else:
+        ctx = max(adv.dep.contexts, key=lambda c: float(np.ptp(adv.share_vs_fresh(k, c))))
+    far = sorted({n for c, notes in adv.notes.items() if c[0] == k for n in notes})
+    return {"k": k, "policy": p, "gain_pct": interval(y, None, prob, delta=True).to_json(),
+            "over_fresh_k": best, "measurement": group, "params": params[:3],
+            "variance_share": share, "extrapolated": far, "context": ctx,
+            "command": sens.command_for(group, _cell_command(adv.dep, k, ctx), False)}
+
+
+def _verdict(adv, prob, doubt: dict | None) -> list[str]:
+    from mtpsim.report.fit import COMMAND
+    from mtpsim.uncertainty.summary import interval
+
+    k, p, iv, robust = adv.recommendation(prob)
+    best = adv.best_fresh()
+    pct = round(100 * prob)
     out = []
     others = [(kk, interval(adv.gain(kk, "fresh"), None, prob, delta=True)) for kk in adv.ks()
               if kk != best]
@@ -124,37 +157,39 @@ def _verdict(adv, prob) -> list[str]:
         kk, g = max(others, key=lambda o: o[1].median)
         sure = "robustly ahead of" if g.hi < 0 else "but cannot tell it from"
         out.append(f"k: fresh k={best} has the best median throughput, {sure} the next best, "
-                   f"k={kk} at {g.median:+.2f} % [{g.lo:+.2f}, {g.hi:+.2f}] "
-                   f"(P(k={kk} better) = {g.p_pos:.2f})")
+                   f"k={kk} at {_iv(g)} (P(k={kk} better) = {g.p_pos:.2f})")
+    gains = {(kk, pp): interval(adv.gain(kk, pp), None, prob, delta=True)
+             for kk in adv.ks() for pp in adv.dep.policies}
     if robust and (k, p) != (best, "fresh"):
-        out.append(f"recommended: k={k}, {p}: {iv.median:+.2f} % [{iv.lo:+.2f}, {iv.hi:+.2f}] "
-                   f"output throughput over fresh k={best}, P(gain > 0) = {iv.p_pos:.2f}")
-    elif robust:
-        out.append(f"recommended: k={best}, fresh (no other setting's median is higher)")
+        out.append(f"recommended: k={k}, {p}: expected gain over the best fresh setting (k={best}) "
+                   f"{_iv(iv)} in output throughput, P(gain > 0) = {iv.p_pos:.2f}; "
+                   f"{_level(adv, k, p, prob)}")
     else:
-        out.append(f"cannot tell: the best median is k={k}, {p} at {iv.median:+.2f} % over fresh "
-                   f"k={best}, but its {round(100 * prob)} % interval [{iv.lo:+.2f}, {iv.hi:+.2f}] "
-                   f"spans 0 (P(gain > 0) = {iv.p_pos:.2f}); the robust choice is fresh k={best}")
-    worse = [(kk, pp, interval(adv.gain(kk, pp), None, prob)) for kk in adv.ks()
-             for pp in adv.dep.policies]
-    worse = [(kk, pp, g) for kk, pp, g in worse if g.hi < 0]
+        out.append(f"recommended: k={best}, fresh: {_level(adv, best, 'fresh', prob)} (the best "
+                   "fresh setting, the baseline of the gains)")
+        alt = max((c for c in gains if c != (best, "fresh")), key=lambda c: gains[c].median,
+                  default=None)
+        if alt is not None and doubt is None:
+            g = gains[alt]
+            out.append(f"next best: k={alt[0]}, {alt[1]} at {_iv(g)}, P(gain > 0) = "
+                       f"{g.p_pos:.2f}")
+    if doubt is not None:
+        g = doubt["gain_pct"]
+        why = (f"{doubt['measurement']} parameters ({', '.join(doubt['params'])}) carry "
+               f"{doubt['variance_share']:.2f} of its variance")
+        if doubt["extrapolated"]:
+            why += (f", and k={k}'s cells lie outside the PR's measured setup, which widens it "
+                    f"({'; '.join(doubt['extrapolated'][:2])})")
+        out.append(f"cannot tell: k={k}, {p} has the best median, {g['median']:+.2f} % "
+                   f"[{g['lo']:+.2f}, {g['hi']:+.2f}] over fresh k={best} (P(gain > 0) = "
+                   f"{g['p_pos']:.2f}), but its {pct} % interval spans 0, so fresh k={best} stays "
+                   f"the recommendation. Why: {why}. The measurement that would decide it (k={k} "
+                   f"at context {doubt['context']:,}, where the answer is widest):")
+        out.append(COMMAND + doubt["command"].removeprefix("mtpsim "))
+    worse = [(kk, pp, g) for (kk, pp), g in gains.items() if g.hi < 0]
     if worse:
         out.append(f"robustly worse than fresh k={best}: " + "; ".join(
-            f"k={kk} {pp} {g.median:+.2f} % [{g.lo:+.2f}, {g.hi:+.2f}]" for kk, pp, g in worse))
-    for kk in adv.ks():
-        if "share" not in adv.dep.policies:
-            break
-        same = interval(adv.share_vs_fresh(kk), None, prob, delta=True)
-        if same.spans_zero and kk == k:
-            y = adv.share_vs_fresh(kk)
-            draws = adv.draws
-            inputs = {n: np.array([d.unit[n] for d in draws]) for n in draws[0].unit}
-            group, share, params = sens.measure_next(sens.table(inputs, y))
-            ctx = max(adv.dep.contexts, key=lambda c: float(np.ptp(adv.share_vs_fresh(kk, c))))
-            out.append(f"share vs fresh at k={kk}: cannot tell ({same.median:+.2f} % "
-                       f"[{same.lo:+.2f}, {same.hi:+.2f}], P(>0) = {same.p_pos:.2f}); what decides "
-                       f"it: {group} (pins {', '.join(params[:3])}), widest at context {ctx}: "
-                       f"{sens.command_for(group, _cell_command(adv.dep, kk, ctx), False)}")
+            f"k={kk} {pp} {_iv(g)}" for kk, pp, g in worse))
     if adv.skipped:
         out.append(f"skipped (do not fit in GPU memory): {'; '.join(adv.skipped)}")
     far = sorted({n for notes in adv.notes.values() for n in notes})
@@ -166,16 +201,24 @@ def _verdict(adv, prob) -> list[str]:
     return out
 
 
+def _level(adv, k: int, policy: str, prob: float) -> str:
+    from mtpsim.uncertainty.summary import interval
+
+    thr = interval(adv.mix(k, policy, "output_throughput"), None, prob)
+    tpot = interval(adv.mix(k, policy, "median_tpot_ms"), None, prob)
+    return (f"{thr.median:,.0f} [{thr.lo:,.0f}, {thr.hi:,.0f}] output tok/s, median TPOT "
+            f"{tpot.median:.2f} [{tpot.lo:.2f}, {tpot.hi:.2f}] ms")
+
+
 def _cell_command(dep, k: int, ctx: int) -> str:
     """The PR's experiment set to one cell of the deployment (for the measurement command)."""
+    import shlex
+
     conc = max(dep.concurrency)
     sets = [f"speculative.num_speculative_tokens={k}", f"workload.input_len={ctx}",
             f"workload.max_input_len={ctx}", f"workload.output_len={dep.output_len}",
             f"workload.max_concurrency={conc}", f"workload.num_prompts={max(8, 2 * conc)}",
-            f"engine.tp={dep.tp}", f"model.quantization={json_str(dep.quantization)}",
-            f"hardware.preset={json_str(dep.gpu)}", f"model.preset={json_str(dep.model)}"]
-    return "experiments/pr47352.toml " + " ".join(f"--set {s}" for s in sets)
-
-
-def json_str(s: str) -> str:
-    return "'" + json.dumps(s) + "'"
+            f"workload.temperature={dep.temperature:g}", f"engine.tp={dep.tp}",
+            f"engine.max_num_seqs={dep.max_num_seqs}", f"model.quantization={dep.quantization}",
+            f"hardware.preset={dep.gpu}", f"model.preset={dep.model}"]
+    return "experiments/pr47352.toml " + " ".join(f"--set {shlex.quote(s)}" for s in sets)

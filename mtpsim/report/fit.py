@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.measure import Measurement
@@ -15,21 +16,37 @@ from rich.text import Text
 
 _WORDS = 16  # the narrowest a column of words is made before the table is cut
 _NUMBER = re.compile(r"^[-+±\[\]()., %*0-9a-zµ/]*[0-9][-+±\[\]()., %*0-9a-zµ/]*$|^-$")
+_INTERVAL = re.compile(r"^(.*?) ?\[(.+?), (.+?)\]$")  # "957 [610, 1,370]", "+0.18 % [-1.36, +4.44]"
+_ASIDE = re.compile(r"^(.+?) \((.+)\)$")  # "1.23 pts (-40 %)"
 
 
 def cell_text(cell: object) -> str:
     return cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
 
 
-def is_figure(text: str) -> bool:
-    """A number with its unit or marker ("1,629.90*", "+0.52 pp", "[-9.90, -1.10]", "-")."""
+def _atom(text: str) -> bool:
     return bool(_NUMBER.match(text)) and len(text.split()) <= 2 and sum(c.isalpha() for c in text) <= 3
 
 
+def is_figure(text: str) -> bool:
+    """A number with its unit or marker ("1,629.90*", "+0.52 pp", "-"), an interval with or
+    without its median ("957 [610, 1,370]", "[-9.90, -1.10]") or a figure with a figure aside
+    ("1.23 pts (-40 %)"): one thing to read, never to be split across lines."""
+    m = _INTERVAL.match(text)
+    if m:
+        return all(_atom(p) for p in m.groups() if p)
+    m = _ASIDE.match(text)
+    if m:
+        return _atom(m[1]) and _atom(m[2])
+    return _atom(text)
+
+
 def _numeric(col: Column) -> bool:
-    """A column of figures (and "-"): never wrapped, so a digit or a marker cannot move away."""
+    """A column of figures (and "-", or a lone word such as "baseline" in place of one): never
+    wrapped, so a digit or a marker cannot move away."""
     cells = [cell_text(c).strip() for c in col._cells]
-    return bool(cells) and all(not c or is_figure(c) for c in cells)
+    figures = [c for c in cells if c and is_figure(c)]
+    return bool(figures) and all(not c or is_figure(c) or " " not in c for c in cells)
 
 
 def width_of(table: Table, console: Console) -> int:
@@ -47,14 +64,28 @@ def _subtable(table: Table, cols: list[Column], part: int, parts: int) -> Table:
     return sub
 
 
-def fit(table: Table, width: int, keep: int = 1, group: int = 1) -> list[Table]:
+def _blocks(cols: list[Column], group: int | Sequence[int]) -> list[list[Column]]:
+    sizes = [group] * len(cols) if isinstance(group, int) else [*group, *[1] * len(cols)]
+    out, i = [], 0
+    for n in sizes:
+        if i >= len(cols):
+            break
+        out.append(cols[i:i + n])
+        i += n
+    return out
+
+
+def fit(table: Table, width: int, keep: int = 1, group: int | Sequence[int] = 1) -> list[Table]:
     """`table` as one or more tables no wider than `width`. The first `keep` columns (row labels)
-    are repeated in each; the others are moved in blocks of `group` (e.g. sim, measured, error)."""
+    are repeated in each; the others are moved in blocks of `group` columns (e.g. sim, measured,
+    error), or of the sizes `group` lists in turn (e.g. (1, 1, 3): two figures, then a delta with
+    its P(>0) and verdict), one column at a time past the list's end."""
     for col in table.columns:
         if _numeric(col):
             col.no_wrap = True
     console = Console(width=100_000, color_system=None, force_terminal=False)
-    if width_of(table, console) <= width or len(table.columns) <= keep + group:
+    blocks = _blocks(table.columns[keep:], group)
+    if width_of(table, console) <= width or len(blocks) <= 1:
         return [table]
     for col in table.columns[keep:]:  # word columns (verdicts, notes) wrap, at spaces, before a cut
         if not col.no_wrap:
@@ -62,8 +93,7 @@ def fit(table: Table, width: int, keep: int = 1, group: int = 1) -> list[Table]:
             col.max_width = max([_WORDS, *map(len, words)])
     if width_of(table, console) <= width:
         return [table]
-    head, rest = table.columns[:keep], table.columns[keep:]
-    blocks = [rest[i:i + group] for i in range(0, len(rest), group)]
+    head = table.columns[:keep]
     chunks: list[list[Column]] = [[]]
     for block in blocks:
         trial = _subtable(table, head + chunks[-1] + block, 1, 1)
@@ -73,7 +103,8 @@ def fit(table: Table, width: int, keep: int = 1, group: int = 1) -> list[Table]:
     return [_subtable(table, head + c, i + 1, len(chunks)) for i, c in enumerate(chunks)]
 
 
-def print_table(console: Console, table: Table, keep: int = 1, group: int = 1) -> None:
+def print_table(console: Console, table: Table, keep: int = 1,
+                group: int | Sequence[int] = 1) -> None:
     """Print `table` at the console's width, cut into column blocks when it would not fit."""
     for t in fit(table, console.width, keep, group):
         console.print(t)
@@ -86,3 +117,13 @@ def footnote_dashes(table: Table, why: str) -> Table:
         table.caption = f"{cell_text(table.caption)}\n{note}" if table.caption else note
         table.caption_justify = "left"
     return table
+
+
+COMMAND = "  mtpsim "  # a line that is a command to run: indented, never wrapped
+
+
+def print_lines(console: Console, lines: list[str]) -> None:
+    """Print prose wrapped at the console's width (at spaces), and each command line (one that
+    starts with COMMAND) whole on its own line, so it can be copied and run as printed."""
+    for line in lines:
+        console.print(line, highlight=False, soft_wrap=line.startswith(COMMAND))

@@ -16,6 +16,7 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
                          as_json: bool, out: Path | None) -> None:
     from mtpsim.errors import UserError
     from mtpsim.fileio import atomic_write_json, output_dir
+    from mtpsim.report.fit import print_lines, print_table
     from mtpsim.sweep import default_jobs
     from mtpsim.uncertainty import tables
     from mtpsim.uncertainty.run import ALL_ROWS, PRIOR, propagate
@@ -42,14 +43,14 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
     if as_json:
         typer.echo(json.dumps(payload, indent=2, default=float))
         return
-    console.print(tables.intervals_table(run, PRIOR))
+    groups = tables.intervals_groups(run)
+    print_table(console, tables.intervals_table(run, PRIOR), group=groups)
     if ALL_ROWS in run.weights:
-        console.print(tables.intervals_table(run, ALL_ROWS))
-        console.print(tables.measured_table(run))
-        console.print(tables.narrowing_table(run))
-    console.print(tables.sensitivity_table(run))
-    for line in tables.lines(run):
-        console.print(line, highlight=False, soft_wrap=True)
+        print_table(console, tables.intervals_table(run, ALL_ROWS), group=groups)
+        print_table(console, tables.measured_table(run), keep=2)
+        print_table(console, tables.narrowing_table(run))
+    print_table(console, tables.sensitivity_table(run))
+    print_lines(console, tables.lines(run))
     if out is not None:
         console.print(f"wrote {out / 'uncertainty.json'} (every draw)", highlight=False)
 
@@ -60,6 +61,7 @@ def sweep_uncertainty(experiment: str, axes, points, n: int, jobs: int, out: Pat
     from rich.table import Table
 
     from mtpsim.errors import UserError
+    from mtpsim.report.fit import print_table
     from mtpsim.uncertainty.sweep import run_grid
 
     if n < 2:
@@ -87,4 +89,5 @@ def sweep_uncertainty(experiment: str, axes, points, n: int, jobs: int, out: Pat
                       "" if d is None else f"{d['median']:+.2f} % [{d['lo']:+.2f}, {d['hi']:+.2f}]",
                       "" if d is None else f"{d['p_pos']:.2f}", row.get("verdict", ""),
                       "EXTRAPOLATED" if rec["flags"] else "")
-    console.print(t)
+    # cut to fit: the grid values and policy label repeat; a delta keeps its P and verdict
+    print_table(console, t, keep=len(keys) + 1, group=(1, 1, 3, 1))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich import box
 from rich.table import Table
 
+from mtpsim.report.fit import COMMAND
 from mtpsim.uncertainty.draws import METRICS
 from mtpsim.uncertainty.posterior import ess
 from mtpsim.uncertainty.run import ALL_ROWS, PRIOR, UncertaintyRun
@@ -113,7 +114,14 @@ def sensitivity_table(run: UncertaintyRun, top: int = 8) -> Table:
     return t
 
 
+def intervals_groups(run: UncertaintyRun) -> list[int]:
+    """Column blocks of the intervals table when it is cut to fit: one per policy, then each
+    delta with its P(Δ>0) and verdict."""
+    return [1] * len(run.policies) + [3] * (len(run.policies) - 1)
+
+
 def lines(run: UncertaintyRun) -> list[str]:
+    """What the tables do not say, one sentence a line; the command to run next on its own."""
     out = []
     dom, ext = run.domain, run.extrapolation
     if dom is None:
@@ -132,7 +140,8 @@ def lines(run: UncertaintyRun) -> list[str]:
     group, share, params, cmd = run.recommendation()
     policy, metric = run.decisive()
     out.append(f"measure next: {group} (pins {', '.join(params[:3])}; {share:.2f} of the "
-               f"{policy} vs {run.policies[0]} throughput delta's variance): {cmd}")
+               f"{policy} vs {run.policies[0]} throughput delta's variance):")
+    out.append(COMMAND + cmd.removeprefix("mtpsim "))
     out.append(f"{len(run.draws)} draws x {len(run.policies)} policies in {run.wall_s:.1f} s wall "
                f"on {run.jobs} worker{'s' if run.jobs > 1 else ''}")
     return out
