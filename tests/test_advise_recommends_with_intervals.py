@@ -3,6 +3,7 @@ draws and answers with a recommendation, gains with P(gain > 0), and "cannot tel
 interval spans 0."""
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -57,3 +58,101 @@ def test_advise_json_names_the_verdict_and_flags_extrapolation(tmp_path):
     assert any(line.startswith(("recommended", "cannot tell")) for line in out["verdict"])
     assert out["verdict"][0].startswith("k: fresh k=")
     assert any("context" in n for notes in out["extrapolation"].values() for n in notes)
+
+
+def _known_advice(dep_path, share_gain):
+    """An Advice whose per-draw figures are set by hand: fresh k=2 beats fresh k=1 by 5 % in
+    every draw, and share at k=2 gains `share_gain(u)` % over fresh k=2, u being the draw's
+    critical_entries quantile (indexer_cost has no effect)."""
+    import numpy as np
+
+    from mtpsim.uncertainty.advise import Advice
+    from mtpsim.uncertainty.draws import Z_NAMES, Draw
+
+    dep = load_deployment(dep_path)
+    n = 16
+    us = (np.arange(n) + 0.5) / n
+    draws = [Draw(i, i, {}, {"critical_entries": float(u), "indexer_cost": float((7 * i % n) / n)},
+                  dict.fromkeys(Z_NAMES, 0.0)) for i, u in enumerate(us)]
+    values = {}
+    for k, base in ((1, 1000.0), (2, 1050.0)):
+        for ctx in dep.contexts:
+            cell = []
+            for u in us:
+                share = base * (1 + share_gain(u) / 100) if k == 2 else base * 0.999
+                cell.append({"fresh": {"output_throughput": base, "median_tpot_ms": 8e3 / base},
+                             "share": {"output_throughput": share,
+                                       "median_tpot_ms": 8e3 / share}})
+            values[(k, ctx, 2)] = cell
+    notes = {c: (("k 2 outside 3 (0.6)",) if c[0] == 2 else ()) for c in values}
+    return Advice(dep, list(values), [], values, notes, draws, 1.0)
+
+
+KNOWN = DEP.replace("k = [1, 3]", "k = [1, 2]")
+
+
+def _advise_with(monkeypatch, tmp_path, share_gain, *extra):
+    import mtpsim.uncertainty.advise as adv_mod
+
+    p = tmp_path / "dep.toml"
+    p.write_text(KNOWN)
+    known = _known_advice(p, share_gain)
+    monkeypatch.setattr(adv_mod, "advise", lambda dep, jobs=1, progress=None: known)
+    res = CliRunner().invoke(app, ["advise", str(p), "-j", "1", *extra], env={"COLUMNS": "100"})
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def test_a_robust_gain_is_recommended_with_its_numbers(monkeypatch, tmp_path):
+    out = _advise_with(monkeypatch, tmp_path, lambda u: 2.0 + u)  # +2..+3 %: share wins
+    rec = next(ln for ln in out.splitlines() if ln.startswith("recommended:"))
+    assert rec.startswith("recommended: k=2, share: expected gain over the best fresh setting "
+                          "(k=2) +2.50 % [+2.")
+    assert "P(gain > 0) = 1.00" in out.replace("\n", " ")
+    assert "cannot tell:" not in out
+    js = json.loads(_advise_with(monkeypatch, tmp_path, lambda u: 2.0 + u, "--json"))
+    assert js["recommendation"]["robust"] and js["cannot_tell"] is None
+
+
+def test_cannot_tell_says_why_and_prints_the_command_that_decides(monkeypatch, tmp_path):
+    out = _advise_with(monkeypatch, tmp_path, lambda u: 8 * (u - 0.45),  # spans 0, P(>0) ~ 0.56
+                       "--plot", str(tmp_path / "plot"))
+    flat = " ".join(out.split())
+    assert "recommended: k=2, fresh: 1,050 [1,050, 1,050] output tok/s" in flat
+    assert "cannot tell: k=2, share has the best median" in flat
+    assert "P(gain > 0) = 0.56" in flat and "interval spans 0" in flat
+    # why: the parameter that moves the gain, and the extrapolation that widens it
+    assert "Why: acceptance trace parameters (critical_entries" in flat
+    assert "outside the PR's measured setup" in flat
+    cmd = next(ln for ln in out.splitlines() if ln.startswith("  mtpsim run-real "))
+    assert "--set speculative.num_speculative_tokens=2 " in cmd and "--engine vllm --trace" in cmd
+    assert "--set workload.max_concurrency=2 " in cmd
+    # the command parses: every --set is a field the spec knows
+    from mtpsim.spec.experiment import load_experiment
+
+    sets = cmd.split(" && ")[0].split("--set ")[1:]
+    exp = load_experiment(Path(__file__).resolve().parents[1] / "experiments" / "pr47352.toml",
+                          [s.split(" --")[0].strip() for s in sets])
+    assert exp.k == 2 and exp.workload.max_concurrency == 2
+    png = tmp_path / "plot" / "advise-gain.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    js = json.loads(_advise_with(monkeypatch, tmp_path, lambda u: 8 * (u - 0.45), "--json"))
+    assert js["cannot_tell"]["measurement"] == "acceptance trace"
+    assert js["cannot_tell"]["params"][0] == "critical_entries"
+
+
+def test_the_shipped_example_recommends_with_numbers_and_says_what_would_decide():
+    """experiments/advise-deepseek-v3.2-b200.toml (4 draws instead of 12, to stay quick): k=2
+    fresh, numbers given; sharing at k=2 cannot be told apart and the command that decides it."""
+    example = Path(__file__).resolve().parents[1] / "experiments" / "advise-deepseek-v3.2-b200.toml"
+    res = CliRunner().invoke(app, ["advise", str(example), "--json", "-j", "1", "--draws", "4"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["best_fresh_k"] == 2 and out["recommendation"]["k"] == 2
+    rec = next(v for v in out["verdict"] if v.startswith("recommended: k=2, fresh: "))
+    assert "output tok/s, median TPOT" in rec
+    doubt = out["cannot_tell"]
+    assert doubt is not None and doubt["gain_pct"]["lo"] < 0 < doubt["gain_pct"]["hi"]
+    assert doubt["command"].startswith("mtpsim run-real experiments/pr47352.toml --set "
+                                       "speculative.num_speculative_tokens=2 ")
+    assert any(v.startswith("cannot tell: k=2, share") and "Why: " in v for v in out["verdict"])

@@ -1,7 +1,8 @@
 """Every report, rendered at 80 and 120 columns, keeps every figure whole: no cell is truncated
-("…"), no number or marker (*, %, pp, ±) is wrapped away from its digits, words wrap only at
-spaces, and no line is wider than the terminal. Titles follow the effective settings and "-"
-cells are explained below their table."""
+("…"), no number, marker (*, %, pp, ±) or interval ("957 [610, 1,370]") is wrapped away from its
+digits, words wrap only at spaces, and no line is wider than the terminal but a command to run,
+printed whole on its own line. Titles follow the effective settings and "-" cells are explained
+below their table."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from rich.table import Table
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
-from mtpsim.report.fit import cell_text, fit, is_figure
+from mtpsim.report.fit import COMMAND, cell_text, fit, is_figure
 
 ROOT = Path(__file__).resolve().parents[1]
 PR = str(ROOT / "experiments" / "pr47352.toml")
@@ -63,7 +64,7 @@ def assert_whole(output: str, tables: list[Table], width: int) -> None:
     assert tables, "no table was printed"
     lines = output.splitlines()
     assert "…" not in output
-    assert max(len(ln.rstrip()) for ln in lines) <= width
+    assert max(len(ln.rstrip()) for ln in lines if not ln.startswith(COMMAND)) <= width
     for t in tables:
         for col in t.columns:
             for cell in col._cells:
@@ -134,6 +135,65 @@ def test_sweep(tables, width, tmp_path):
                 "-j", "1"], width)
     assert_whole(out, tables, width)
     assert "conc = workload.max_concurrency" in out
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_simulate_uncertainty_intervals_conditioning_sensitivity(tables, width):
+    out = _run(["simulate", PR, "--uncertainty", "4", "-j", "1"], width)  # measured rows used
+    assert_whole(out, tables, width)
+    titles = " ".join(cell_text(t.title) for t in tables)
+    for what in ("priors only", "conditioned on", "Conditioned prediction vs measured",
+                 "What each measurement did", "Sensitivity of"):
+        assert what in titles, what
+    # a delta stays with its P(Δ>0) and verdict when the table is cut
+    for t in tables:
+        heads = [cell_text(c.header) for c in t.columns]
+        if "P(Δ>0)" in heads:
+            i = heads.index("P(Δ>0)")
+            assert heads[i - 1] == "share vs fresh" and heads[i + 1] == "verdict"
+    assert f"{COMMAND}run-real " in out  # the next measurement, whole on its own line
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_sweep_uncertainty(tables, width, tmp_path):
+    out = _run(["sweep", str(write_small(tmp_path)), "--set", "workload.input_len=2000,8000",
+                "--set", "speculative.num_speculative_tokens=1,3", "--uncertainty", "3", "-j", "1"],
+               width)
+    assert_whole(out, tables, width)
+    assert sum("P(Δ>0)" in [cell_text(c.header) for c in t.columns] for t in tables) == 1
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_advise(tables, width, tmp_path):
+    dep = tmp_path / "dep.toml"
+    dep.write_text(ADVISE)
+    out = _run(["advise", str(dep), "--draws", "3", "-j", "1"], width)
+    assert_whole(out, tables, width)
+    assert all(cell_text(t.columns[0].header) == "k" and cell_text(t.columns[1].header) == "policy"
+               for t in tables)  # the row labels repeat in every block
+    assert "recommended: k=" in out
+
+
+ADVISE = """
+[deployment]
+model = "deepseek-v3.2"
+tp = 4
+quantization = "nvfp4"
+[workload]
+context_lengths = [1024, 16384]
+concurrency = [2]
+output_len = 32
+[advise]
+k = [1, 3]
+"""
+
+
+def test_an_interval_is_one_figure_and_a_verdict_is_words():
+    for text in ("957 [610, 1,370]", "+0.18 % [-1.36, +4.44]", "[-9.90, -1.10]",
+                 "1.23 pts (-40 %)", "-10.78 % [-16.38, +0.91]"):
+        assert is_figure(text), text
+    for text in ("cannot tell", "share > fresh", "k 1 outside 3 (1.6)", "fresh wins"):
+        assert not is_figure(text), text
 
 
 @pytest.mark.parametrize("width", [80, 120])

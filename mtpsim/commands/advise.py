@@ -131,7 +131,8 @@ def _doubt(adv, prob) -> dict | None:
     best = adv.best_fresh()
     y = adv.gain(k, p)
     inputs = {n: np.array([d.unit[n] for d in adv.draws]) for n in adv.draws[0].unit}
-    group, share, params = sens.measure_next(sens.table(inputs, y))
+    rows = sens.table(inputs, y)
+    group, share, params = sens.measure_next(rows)
     if p == "fresh":
         ctx = max(adv.dep.contexts)
     else:
@@ -139,7 +140,8 @@ def _doubt(adv, prob) -> dict | None:
     far = sorted({n for c, notes in adv.notes.items() if c[0] == k for n in notes})
     return {"k": k, "policy": p, "gain_pct": interval(y, None, prob, delta=True).to_json(),
             "over_fresh_k": best, "measurement": group, "params": params[:3],
-            "variance_share": share, "extrapolated": far, "context": ctx,
+            "variance_share": share, "ranked_by": ("rank correlation" if all(
+                r.share == 0 for r in rows) else "variance share"), "extrapolated": far, "context": ctx,
             "command": sens.command_for(group, _cell_command(adv.dep, k, ctx), False)}
 
 
@@ -175,8 +177,11 @@ def _verdict(adv, prob, doubt: dict | None) -> list[str]:
                        f"{g.p_pos:.2f}")
     if doubt is not None:
         g = doubt["gain_pct"]
-        why = (f"{doubt['measurement']} parameters ({', '.join(doubt['params'])}) carry "
-               f"{doubt['variance_share']:.2f} of its variance")
+        why = f"{doubt['measurement']} parameters ({', '.join(doubt['params'])}) "
+        why += (f"carry {doubt['variance_share']:.2f} of its variance"
+                if doubt["ranked_by"] == "variance share" else
+                f"move it most (by rank correlation: {len(adv.draws)} draws are too few for "
+                "variance shares)")
         if doubt["extrapolated"]:
             why += (f", and k={k}'s cells lie outside the PR's measured setup, which widens it "
                     f"({'; '.join(doubt['extrapolated'][:2])})")
