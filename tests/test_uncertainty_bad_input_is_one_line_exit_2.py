@@ -59,3 +59,39 @@ def test_a_deployment_with_mismatched_weights_is_refused(tmp_path):
                    "context_lengths = [1024, 2048]\ncontext_weights = [1.0]\n")
     err = _fails(["advise", str(dep)])
     assert "workload.context_weights" in err and "2 non-negative weights" in err
+
+
+def test_a_prior_for_an_unknown_parameter_given_by_set_is_refused():
+    err = _fails(["simulate", PR, "--uncertainty", "4", "--set", 'uncertainty.priors.kappa="uniform(1, 8)"'])
+    assert "--set: uncertainty.priors" in err and "'kappa' is not one" in err
+
+
+@pytest.mark.parametrize("args", [
+    ["sweep", PR, "--set", "workload.input_len=100,200", "--uncertainty", "0"],
+    ["sweep", PR, "--set", "workload.input_len=100,200", "--uncertainty", "1"],
+    ["simulate", PR, "--uncertainty", "-3"],
+])
+def test_too_few_draws_is_refused_by_sweep_too(args):
+    err = _fails(args)
+    assert "--uncertainty: expected a number of draws >= 2" in err
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("", "deployment: missing; expected a [deployment] table"),
+    ('description = "no deployment table"\n', "deployment: missing; expected a [deployment] table"),
+    ('[deployment]\nmodel = "llama"\n', "deployment.model: expected a model preset"),
+    ('[deployment]\nmodel = "deepseek-v3.2"\n[uncertainty]\npriors = {critical_entries = "uniform(5, 2)"}\n',
+     "uncertainty.priors: expected a valid prior for critical_entries: uniform(lo, hi) with lo < hi"),
+    ('[deployment]\nmodel = "deepseek-v3.2"\n[uncertainty]\npriors = {kappa = "uniform(1, 2)"}\n',
+     "uncertainty.priors: expected known parameters"),
+])
+def test_a_bad_deployment_file_names_its_field(tmp_path, text, says):
+    dep = tmp_path / "dep.toml"
+    dep.write_text(text)
+    err = _fails(["advise", str(dep), "-j", "1"])
+    assert f"{dep}: {says}" in err
+
+
+def test_advise_refuses_fewer_than_two_draws():
+    example = str(Path(PR).with_name("advise-deepseek-v3.2-b200.toml"))
+    assert "--draws: expected at least 2, got 0" in _fails(["advise", example, "--draws", "0"])
