@@ -39,3 +39,16 @@ def test_an_edited_experiment_gives_new_points(tmp_path):
     exp.write_text(SMALL.replace("output_len = 60", "output_len = 70"))
     again = sweep(exp, out)
     assert again["resumed"] == 0 and len(list((out / "points").glob("*.json"))) == 8
+
+
+def test_the_summary_names_the_folder_it_resumed_from_only_when_there_is_one(tmp_path):
+    exp, out = write_small(tmp_path), tmp_path / "out"
+    args = ["sweep", str(exp), *GRID, "-j", "1"]
+    bare = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert bare.exit_code == 0, bare.output
+    assert "resumed" not in bare.output and "None" not in bare.output
+    assert "4 points in " in bare.output
+    for _ in range(2):
+        kept = CliRunner().invoke(app, [*args, "--out", str(out)], env={"COLUMNS": "400"})
+        assert kept.exit_code == 0, kept.output
+    assert f"4 points (4 resumed from {out}) in " in kept.output

@@ -279,8 +279,9 @@ def _simulated(experiment: Path, set_: list[str] | None, axes: list, points: lis
 
             for p in sweep_plots(rows, keys, plot):
                 console.print(f"plot: {p}", highlight=False)
-        console.print(f"{len(points)} points ({resumed} resumed from {out}) in {wall:.1f} s wall "
-                      f"{_where(nodes, jobs)}", highlight=False)
+        kept = f" ({resumed} resumed from {out})" if out is not None else ""  # no --out: none kept
+        console.print(f"{len(points)} points{kept} in {wall:.1f} s wall {_where(nodes, jobs)}",
+                      highlight=False)
     _report_failed(failed)
 
 
