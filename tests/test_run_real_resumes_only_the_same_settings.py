@@ -76,3 +76,30 @@ def test_a_file_as_out_is_refused_before_the_run(tmp_path):
     blocker.write_text("")
     r = _run(spec, blocker)
     assert r.exit_code == 2 and "expected a folder to write into" in r.output
+
+
+def test_weights_are_compared_by_content_not_by_path(tmp_path):
+    import hashlib
+    import json
+    import shutil
+
+    spec, out = _setup(tmp_path), tmp_path / "out"
+    w = tmp_path / "w.safetensors"
+    assert _run(spec, out).exit_code == 0
+    recorded = json.loads((out / "fresh.json").read_text())["extra"]["weights_sha256"]
+    expected = hashlib.sha256(w.read_bytes() + b"\0" + w.with_suffix(".json").read_bytes() + b"\0")
+    assert recorded == expected.hexdigest()
+
+    moved = tmp_path / "moved" / "w.safetensors"  # the same weights elsewhere: the same run
+    moved.parent.mkdir()
+    for src in (w, w.with_suffix(".json")):
+        shutil.copy(src, moved.parent / src.name)
+    kept = _run(spec, out, "--set", f"reference.weights={json.dumps(str(moved))}")
+    assert kept.exit_code == 0 and "fresh: kept" in kept.output, kept.output
+
+    meta = json.loads(w.with_suffix(".json").read_text())  # retrained in place: not the same run
+    meta["note"] = "retrained"
+    w.with_suffix(".json").write_text(json.dumps(meta))
+    refused = _run(spec, out)
+    assert refused.exit_code == 2, refused.output
+    assert "reference weights (content)" in refused.output and "--force" in refused.output

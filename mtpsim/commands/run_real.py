@@ -64,9 +64,20 @@ def _changed(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [prefix.rstrip(".")]
 
 
-def _finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool) -> Result | None:
+def _weights_sha(exp: Experiment) -> str:
+    """The content hash of the reference weights the run will load (a bad path: one line)."""
+    from mtpsim.engine.runner import weights_path
+    from mtpsim.engine.weights import fingerprint
+
+    return fingerprint(weights_path(exp))
+
+
+def _finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
+              weights_sha: str | None = None) -> Result | None:
     """A complete result of the same run already at `path` (a rerun keeps it), None if there is
-    none; a result of other settings (spec, weights, engine, policy) is refused, not resumed."""
+    none; a result of other settings (spec, weights, engine, policy) is refused, not resumed.
+    Reference weights are compared by content (`weights_sha`) when the result records it: the
+    same file moved is the same run, a file retrained in place is not."""
     from mtpsim.result import load_result
 
     if not path.is_file():
@@ -77,7 +88,12 @@ def _finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool)
         return None  # not a finished result (writes are atomic): rerun the policy
     diff = ([] if res.mode == mode else ["engine"]) + ([] if res.policy == policy else ["policy"])
     diff += [] if ("server_argv" in res.extra) == served else ["--server"]
-    diff += _changed(_settings(res.spec), _settings(exp.to_dict()))
+    old, new = _settings(res.spec), _settings(exp.to_dict())
+    if weights_sha is not None and "weights_sha256" in res.extra:
+        for spec in (old, new):
+            spec.get("reference", {}).pop("weights", None)
+        diff += [] if res.extra["weights_sha256"] == weights_sha else ["reference weights (content)"]
+    diff += _changed(old, new)
     if diff:
         shown = ", ".join(diff[:4]) + (f" and {len(diff) - 4} more" if len(diff) > 4 else "")
         raise UserError(path, None, f"expected a result of the same settings to resume, but "
@@ -185,8 +201,9 @@ def run_real(
                         "applies to --engine vllm or --server runs")
     output_dir(out, "--out")  # before the run: a finished run must have somewhere to go
     mode = "reference" if engine == "reference" else engine
-    kept = {} if force else {name: prev for name in exp.policies
-                             if (prev := _finished(out / f"{name}.json", mode, name, exp, served))}
+    weights_sha = _weights_sha(exp) if engine == "reference" else None
+    kept = {} if force else {name: prev for name in exp.policies if (prev := _finished(
+        out / f"{name}.json", mode, name, exp, served, weights_sha))}
     runner = policy_runner(engine, server, out, trace, bench_client, smoke=smoke)
     if smoke:
         smoke_run.prepare_model((out / "smoke-model").absolute())
@@ -214,6 +231,8 @@ def run_real(
                     bar.update(task, completed=done)
 
                 result, run_trace = runner(exp, name, tick)
+                if weights_sha is not None:
+                    result.extra["weights_sha256"] = weights_sha
                 run_trace.write(out / f"{name}.trace.jsonl")
                 traces[name] = run_trace
                 result.write(res_path)  # last, so a result on disk means the policy is complete

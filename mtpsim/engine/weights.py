@@ -35,6 +35,20 @@ def sidecar(path: Path) -> Path:
     return path.with_suffix(".json")
 
 
+def fingerprint(path: Path) -> str:
+    """SHA-256 of the weights' content (tensors, then the sidecar's config and metadata): what a
+    result records, so a rerun resumes it only on the same weights, wherever they are."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for part in (path, sidecar(path)):
+        with open(part, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
 def save(model: Transformer, path: Path, dtype: torch.dtype, meta: dict[str, Any]) -> None:
     """Write `path` (safetensors) and `path.with_suffix('.json')` ({"config": ..., **meta})."""
     from safetensors.torch import save_file
