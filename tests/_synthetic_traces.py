@@ -28,6 +28,21 @@ COST = {  # seconds per feature unit (names of mtpsim.calibration.models.cost_fe
     "overhead": {"steps": 5e-4, "requests": 2e-4},
 }
 ATTENTION_PER_CALL = 2e-4  # of the per-call price of each attending phase (its `steps`/`calls`)
+# A small reference-scheduler experiment of the traces' k and top-k, to fit them to.
+REFERENCE_SPEC = f"""
+seed = 1
+policies = ["fresh", "share"]
+[engine]
+scheduler = "reference"
+[speculative]
+num_speculative_tokens = {K_DRAFT}
+index_topk = {TOPK}
+[workload]
+num_prompts = 6
+input_len = 500
+output_len = 40
+max_concurrency = 3
+"""
 
 
 def sigmoid(x):

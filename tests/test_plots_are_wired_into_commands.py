@@ -5,26 +5,13 @@ import json
 
 import pytest
 from _sweep_experiment import write_small
+from _synthetic_traces import REFERENCE_SPEC as REFERENCE
 from _synthetic_traces import make_trace
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
 
 PNG = b"\x89PNG\r\n\x1a\n"
-REFERENCE = """
-seed = 1
-policies = ["fresh", "share"]
-[engine]
-scheduler = "reference"
-[speculative]
-num_speculative_tokens = 3
-index_topk = 64
-[workload]
-num_prompts = 6
-input_len = 500
-output_len = 40
-max_concurrency = 3
-"""
 
 
 def run(args):

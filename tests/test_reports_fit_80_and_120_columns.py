@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from _sweep_experiment import write_small
+from _synthetic_traces import REFERENCE_SPEC as REFERENCE
 from _synthetic_traces import make_trace
 from rich.console import Console
 from rich.table import Table
@@ -24,20 +25,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PR = str(ROOT / "experiments" / "pr47352.toml")
 UPSTREAM = str(ROOT / "experiments" / "pr47352-upstream")
 FAST = ["--set", "workload.num_prompts=24"]
-REFERENCE = """
-seed = 1
-policies = ["fresh", "share"]
-[engine]
-scheduler = "reference"
-[speculative]
-num_speculative_tokens = 3
-index_topk = 64
-[workload]
-num_prompts = 6
-input_len = 500
-output_len = 40
-max_concurrency = 3
-"""
 
 
 @pytest.fixture

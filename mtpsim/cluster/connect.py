@@ -13,6 +13,10 @@ from mtpsim.errors import UserError
 FLAG = "--cluster"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PROBE_TIMEOUT_S = 180.0
+# How long joining may take: a port that accepts TCP but is no Ray head (or a head too busy to
+# answer) would otherwise keep ray.init retrying for many minutes.
+INIT_TIMEOUT_ENV = "MTPSIM_RAY_INIT_TIMEOUT_S"
+INIT_TIMEOUT_S = 120.0
 # Modules a node must import to run a point of each kind.
 ENGINE_MODULES: dict[str, tuple[str, ...]] = {
     "simulate": ("mtpsim.sim.simulator",),
@@ -41,15 +45,35 @@ def _host_port(address: str) -> tuple[str, int] | None:
     return host.strip("[]"), int(port)
 
 
-def _reachable(address: str, timeout_s: float = 5.0) -> None:
+# HTTP/2's client preface and an empty SETTINGS frame: a gRPC server (Ray's GCS and its Client
+# server both are) answers with a SETTINGS frame (type 4) at once.
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def _reachable(address: str, timeout_s: float = 5.0, answer_s: float = 10.0) -> None:
+    """The address accepts TCP and speaks gRPC: a port that accepts but never answers would
+    otherwise leave ray.init retrying for many minutes."""
     hp = _host_port(address)
     if hp is None:
         return
     try:
-        socket.create_connection(hp, timeout=timeout_s).close()
+        conn = socket.create_connection(hp, timeout=timeout_s)
     except OSError as e:
         reason = e.strerror or type(e).__name__
         raise UserError(FLAG, address, f"expected a reachable Ray cluster ({reason})") from None
+    head = b""
+    with conn:
+        try:
+            conn.settimeout(answer_s)
+            conn.sendall(H2_PREFACE)
+            while len(head) < 9 and (chunk := conn.recv(9 - len(head))):
+                head += chunk
+        except OSError:
+            pass
+    if len(head) < 9 or head[3] != 4:
+        raise UserError(FLAG, address, "expected a Ray head's GCS port (HOST:PORT, e.g. 6379) or "
+                        "Ray Client port (ray://HOST:10001): it accepts connections but gave no "
+                        f"gRPC answer in {answer_s:g} s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +86,7 @@ class Node:
 
 def connect(address: str) -> list[Node]:
     """Join the cluster as a driver (no local Ray is started); its alive nodes."""
+    timeout_s = init_timeout_s()
     _reachable(address)
     hp = _host_port(address)
     if hp is not None and hp[0] in LOOPBACK:
@@ -72,11 +97,54 @@ def connect(address: str) -> list[Node]:
     if ray.is_initialized():
         ray.shutdown()
     try:
-        ray.init(address=address, logging_level="warning", log_to_driver=False)
+        _init_within(ray, address, timeout_s)
     except (ConnectionError, RuntimeError, ValueError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UserError(FLAG, address, f"expected a running Ray cluster ({first})") from None
     return nodes()
+
+
+def init_timeout_s() -> float:
+    raw = os.environ.get(INIT_TIMEOUT_ENV, "")
+    try:
+        value = float(raw) if raw else INIT_TIMEOUT_S
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise UserError(INIT_TIMEOUT_ENV, None, f"expected a number of seconds > 0, got {raw!r}")
+    return value
+
+
+def _init_within(ray: Any, address: str, timeout_s: float) -> None:
+    """ray.init, given `timeout_s` to join. It runs in a daemon thread, as Ray's retries sit in
+    native calls that no signal interrupts; a join that never finishes is abandoned with the
+    process. (In a thread, ray.init also leaves the sweep's own SIGTERM handler in place.)"""
+    import logging
+    import threading
+
+    failed: list[BaseException] = []
+
+    def join() -> None:
+        try:
+            ray.init(address=address, logging_level="warning", log_to_driver=False)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            failed.append(e)
+
+    worker_log = logging.getLogger("ray._private.worker")
+    level = worker_log.level
+    worker_log.setLevel(logging.ERROR)  # "SIGTERM handler is not set ...": on purpose, see above
+    try:
+        thread = threading.Thread(target=join, name="ray-init", daemon=True)
+        thread.start()
+        thread.join(timeout_s)
+    finally:
+        worker_log.setLevel(level)
+    if thread.is_alive():
+        raise UserError(FLAG, address, f"expected a Ray cluster that lets this driver join within "
+                        f"{timeout_s:g} s (something answers there but is not a Ray head's GCS "
+                        f"port, or the head is overloaded; {INIT_TIMEOUT_ENV} sets the wait)")
+    if failed:
+        raise failed[0]
 
 
 def nodes() -> list[Node]:
