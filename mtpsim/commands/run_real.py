@@ -64,11 +64,16 @@ def _changed(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [prefix.rstrip(".")]
 
 
-def _weights_sha(exp: Experiment) -> str:
-    """The content hash of the reference weights the run will load (a bad path: one line)."""
+def _weights_sha(exp: Experiment) -> str | None:
+    """The content hash of the reference weights the run will load (a bad path: one line);
+    None for the server's seeded random-init test model, which has no file (its name and the
+    seed, both in the spec, say what it is)."""
     from mtpsim.engine.runner import weights_path
     from mtpsim.engine.weights import fingerprint
+    from mtpsim.serve_reference.server import TINY_RANDOM
 
+    if exp.reference.weights == TINY_RANDOM:
+        return None
     return fingerprint(weights_path(exp))
 
 
