@@ -1,10 +1,12 @@
 """The arithmetic of the answers: intervals and P(delta > 0), the "cannot tell" verdict, the
 sensitivity ranking and what to measure next, and interval scores that punish useless width."""
 
+from statistics import NormalDist
+
 import numpy as np
 
 from mtpsim.uncertainty import sensitivity as sens
-from mtpsim.uncertainty.coverage import Scored, report
+from mtpsim.uncertainty.coverage import Scored, report, with_run_noise
 from mtpsim.uncertainty.summary import Interval, interval, verdict, wquantile
 
 
@@ -58,3 +60,12 @@ def test_the_report_needs_coverage_and_narrow_intervals_inside_the_range():
     assert rep["fraction_covered"] == 0.8 and rep["pass"]
     wide = report([_row(50.0, 150.0, 100.0) for _ in range(10)])
     assert wide["fraction_covered"] == 1.0 and not wide["pass"]  # 50 % half-width > 12 %
+
+
+def test_run_noise_widens_each_side_in_quadrature_and_none_leaves_the_row():
+    row = _row(96.0, 104.0, 105.0)  # median 100, half-width 4; a real 105 is outside
+    assert with_run_noise(row, 0.0) is row and not row.covered
+    z = NormalDist().inv_cdf(0.95)
+    noisy = with_run_noise(row, 3.0 / z)  # 3 units of noise at the 90 % level
+    assert abs(noisy.interval.hi - 105.0) < 1e-9 and abs(noisy.interval.lo - 95.0) < 1e-9
+    assert noisy.covered and noisy.interval.median == row.interval.median

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from statistics import NormalDist
 
 import numpy as np
 
@@ -74,6 +75,20 @@ def score_run(config: str, summary: Mapping, real: Mapping[str, Mapping[str, flo
             out.append(Scored(config, f"{p}-{policies[0]}", m, real_delta(real, p, policies[0], m),
                               summary["deltas"][p][m], inside, a))
     return out
+
+
+def with_run_noise(row: Scored, se: float) -> Scored:
+    """The row scored as a prediction of one real measurement: its interval widened, per side and
+    in quadrature, by z * se, where se is the real figure's own standard error (for the mean of
+    core-swapped rounds: their spread / sqrt(rounds)). The model interval alone carries only the
+    parameters' uncertainty, so a noisy measurement falls outside it by chance."""
+    if not se > 0:
+        return row
+    z = NormalDist().inv_cdf(1 - row.alpha / 2)
+    iv, e = row.interval, z * se
+    lo = iv.median - math.hypot(iv.median - iv.lo, e)
+    hi = iv.median + math.hypot(iv.hi - iv.median, e)
+    return replace(row, interval=replace(iv, lo=lo, hi=hi))
 
 
 def report(rows: Sequence[Scored]) -> dict:
