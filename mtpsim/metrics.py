@@ -145,6 +145,31 @@ def _stats(name: str, values_s: np.ndarray, out: dict[str, float]) -> None:
         out[f"p{p}_{name}_ms"] = float(np.percentile(v, p))
 
 
+def _run_stats(name: str, values_s: np.ndarray, counts: np.ndarray, out: dict[str, float]) -> None:
+    """`_stats` of `values_s[j]` repeated `counts[j]` times, without expanding the runs: the
+    same order statistics and linear interpolation as np.percentile (equal to rounding)."""
+    if not values_s.size or np.all(counts == 1):
+        _stats(name, values_s, out)
+        return
+    keep = counts > 0
+    order = np.argsort(values_s[keep], kind="stable")
+    v, c = values_s[keep][order] * 1000.0, counts[keep][order]
+    total = int(c.sum())
+    ends = np.cumsum(c)  # ranks [ends - c, ends) hold v
+
+    def at(q: float) -> float:
+        h = (total - 1) * q / 100.0
+        lo, hi = v[np.searchsorted(ends, [np.floor(h), np.ceil(h)], side="right")]
+        return float(lo + (hi - lo) * (h - np.floor(h)))
+
+    mean = float(np.dot(v, c) / total)
+    out[f"mean_{name}_ms"] = mean
+    out[f"median_{name}_ms"] = at(50.0)
+    out[f"std_{name}_ms"] = float(np.sqrt(np.dot(c, (v - mean) ** 2) / total))
+    for p in PERCENTILES:
+        out[f"p{p}_{name}_ms"] = at(p)
+
+
 def serving_metrics(requests: Sequence[RequestRecord], duration_s: float) -> dict[str, float]:
     """`vllm bench serve` metrics for completed requests over a run of `duration_s` seconds."""
     if duration_s <= 0:
@@ -162,8 +187,8 @@ def serving_metrics(requests: Sequence[RequestRecord], duration_s: float) -> dic
     }
     _stats("ttft", np.array([r.ttft_s for r in requests]), out)
     _stats("tpot", np.array([t for r in requests if (t := r.tpot_s) is not None]), out)
-    itls = [np.repeat(np.asarray(r.itl_s, float), np.asarray(r.itl_count, int)) for r in requests]
-    _stats("itl", np.concatenate(itls) if itls else np.zeros(0), out)
+    _run_stats("itl", np.fromiter((g for r in requests for g in r.itl_s), float),
+               np.fromiter((c for r in requests for c in r.itl_count), np.int64), out)
     _stats("e2el", np.array([r.e2el_s for r in requests]), out)
     return out
 

@@ -228,4 +228,7 @@ def draw_accepted(rng: np.random.Generator, marginal: np.ndarray, num_steps: int
     """[n, num_steps] accepted drafts per step: A = #{i : U < m_i}, one uniform per draft
     (inverse CDF, so common random numbers pair policies step by step)."""
     u = rng.random((marginal.shape[0], num_steps))
-    return (u[:, :, None] < marginal[:, None, :]).sum(axis=2)
+    a = np.zeros(u.shape, np.int8)
+    for i in range(marginal.shape[1]):  # k two-dimensional passes, no [n, steps, k] array
+        a += u < marginal[:, i:i + 1]
+    return a

@@ -10,6 +10,7 @@ iteration per event, not per step. Steps are priced in batches by mtpsim.sim.clo
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ from mtpsim.models.build import models_for
 from mtpsim.models.cost import StepShape
 from mtpsim.result import PHASES, Result
 from mtpsim.sim.clock import Clock, StepLog
+from mtpsim.sim.decoding import Decoding, draw_decoding
 from mtpsim.sim.entities import RequestTable, draw_lengths
 from mtpsim.sim.scheduler import Lookahead, Scheduler
 from mtpsim.spec import Experiment
@@ -95,6 +97,8 @@ class Simulator:
     def run(self) -> Result:
         n = len(self.reqs)
         self.clock = Clock(self.cost, self.fresh_cost, self.log)
+        if self.plannable():
+            return self._run_planned()
         while self.finished < n:
             for rid, s in self.client.send_until(self._now()):
                 self.reqs.send_at[rid] = s
@@ -106,6 +110,122 @@ class Simulator:
             if self.progress is not None:
                 self.progress(self.finished, n)
         return self._result()
+
+    def plannable(self) -> bool:
+        """No decision needs seconds (rate inf) and the token budget always covers a decode
+        step of every running request: outputs can be drawn before the schedule."""
+        return self.deferred and self.sched.max_num_seqs * (self.k + 1) <= self.sched.budget
+
+    # ---- every request decoding at every step: draw outputs first, then schedule ------------
+    def _run_planned(self) -> Result:
+        """When no decision needs seconds and every running request decodes at every step,
+        each request's decode steps are drawn first (mtpsim.sim.decoding); the scheduler then
+        runs event to event (one Python iteration per finish, plain integers), and all steps
+        are priced at once at the end."""
+        reqs, sched, client = self.reqs, self.sched, self.client
+        n, topk = len(reqs), self.topk
+        dec = draw_decoding(self.acc, None if self.expected else self.rng, reqs.input_len,
+                            reqs.output_len, self.shift, self.k, MAX_BULK_STEPS)
+        d_steps = dec.steps.tolist()
+        start = np.full(n, -1, np.int64)  # first decode step (= position of the first token)
+        chunks: list[tuple[int, int, float, float, float]] = []  # step, tokens, keys, pairs, reads
+        finishing: list[tuple[int, int]] = []  # heap of (finish position, request)
+        pos = 0
+        while self.finished < n:
+            for rid, s in client.send_until(float(pos)):
+                reqs.send_at[rid] = s
+                sched.add(rid)
+            ahead = sched.lookahead(2**62)
+            self.log.python_iterations += 1
+            next_finish = finishing[0][0] if finishing else None
+            for plan in ahead.steps:
+                tok = keys = pairs = reads = 0.0
+                for rid, st, m in plan.chunks:
+                    tok, keys = tok + m, keys + _sum_min(st + 1, st + m, topk)
+                    pairs, reads = pairs + (2 * st + m + 1) * m / 2, reads + st + m
+                    if st + m == reqs.input_len[rid]:
+                        start[rid] = pos + 1
+                        heapq.heappush(finishing, (pos + 1 + d_steps[rid], rid))
+                chunks.append((pos, tok, keys, pairs, reads))
+                sched.commit([plan])
+                pos += 1
+                next_finish = finishing[0][0] if finishing else None
+                if next_finish is not None and next_finish <= pos:
+                    break
+            else:
+                if next_finish is None:
+                    raise RuntimeError("simulator stalled: no request can run")  # unreachable
+                pos = next_finish  # decode-only steps up to the next finish
+            done = set()
+            while finishing and finishing[0][0] == pos:
+                done.add(heapq.heappop(finishing)[1])
+            if done:
+                ids = np.fromiter(done, np.int64, len(done))
+                reqs.finish_at[ids] = pos
+                sched.finish(done)
+                client.on_finish(float(pos), len(done))
+                self.finished += len(done)
+            if self.progress is not None:
+                self.progress(self.finished, n)
+        self._price_planned(dec, start, chunks, pos)
+        reqs.generated[:] = reqs.output_len
+        reqs.first_token_at[:] = start
+        reqs.drafts[:] = dec.steps
+        reqs.accepted[:] = dec.accepted
+        reqs.accepted_per_pos[:] = dec.accepted_per_pos
+        return self._result()
+
+    def _price_planned(self, dec: Decoding, start: np.ndarray, chunks: list, total: int) -> None:
+        """All `total` steps' shapes from the requests' decode cells and the prompt chunks,
+        priced at once; inter-token latencies booked per request as runs between chunk steps."""
+        reqs, topk = self.reqs, self.topk
+        n_dec = np.zeros(total + 1)
+        np.add.at(n_dec, start, 1.0)
+        np.add.at(n_dec, start + dec.steps, -1.0)
+        num_dec = np.cumsum(n_dec)[:total]
+        ctx_sum, key_sum = np.zeros(total), np.zeros(total)
+        in_len = reqs.input_len.astype(float)
+        for block in dec.blocks:
+            j, before = block.cells()
+            r = block.rows
+            live = j < dec.steps[r, None]
+            step = (start[r, None] + j)[live]
+            ctx = (in_len[r, None] + before)[live]
+            ctx_sum += np.bincount(step, ctx, total)
+            key_sum += np.bincount(step, np.minimum(ctx, topk), total)
+        comp = start - 1  # the step that completes the prompt
+        completes = np.bincount(comp, minlength=total).astype(float)
+        comp_ctx = np.bincount(comp, in_len, total)
+        comp_keys = np.bincount(comp, np.minimum(in_len, topk), total)
+        pre = np.zeros((4, total))
+        at = np.array([c[0] for c in chunks], np.int64)
+        pre[:, at] = np.array([c[1:] for c in chunks], float).T
+        shape = StepShape(
+            num_decode=num_dec, decode_ctx=ctx_sum, decode_keys=key_sum,
+            num_draft=num_dec + completes, draft_ctx=ctx_sum + comp_ctx,
+            draft_keys=key_sum + comp_keys, prefill_tokens=pre[0], prefill_keys=pre[1],
+            prefill_pairs=pre[2], prefill_reads=pre[3], prefill_done=completes)
+        self.clock.run(shape, total, total - at.size)
+        # runs: each chunk step on its own, the decode-only steps between two as one
+        is_chunk = np.zeros(total, bool)
+        is_chunk[at] = True
+        new = is_chunk.copy()
+        new[0] = True
+        new[1:] |= is_chunk[:-1]
+        seg = np.cumsum(new) - 1
+        seg_start = np.flatnonzero(new)
+        seg_stop = np.append(seg_start[1:], total)  # exclusive
+        last = start + dec.steps - 1  # last decode step
+        has = dec.steps > 0
+        rid = np.flatnonzero(has)
+        first_seg, last_seg = seg[start[has]], seg[last[has]]
+        per = last_seg - first_seg + 1
+        rep = np.repeat(rid, per)
+        g = np.repeat(first_seg, per) + (np.arange(per.sum()) - np.repeat(np.cumsum(per) - per,
+                                                                          per))
+        a = np.maximum(seg_start[g], start[rep])
+        z = np.minimum(seg_stop[g], last[rep] + 1)
+        reqs.book_itl(rep, a, z, z - a)
 
     def _now(self) -> float:
         """The client's clock: positions when deferred, else seconds."""
@@ -248,16 +368,15 @@ class Simulator:
         send = at(reqs.send_at) if self.deferred else reqs.send_at
         first, finish = at(reqs.first_token_at), at(reqs.finish_at)
         itl = reqs.itl_runs(times)
-        records = []
-        for i in range(len(reqs)):
-            per_pos = [int(round(x)) for x in reqs.accepted_per_pos[i]]
-            records.append(RequestRecord(
-                request_id=f"sim-{i}", input_len=int(reqs.input_len[i]),
-                output_len=int(reqs.output_len[i]), arrival_s=float(send[i]),
-                first_token_s=float(first[i]), finish_s=float(finish[i]),
-                itl_s=itl[i][0], itl_count=itl[i][1],
-                num_drafts=int(reqs.drafts[i]), num_draft_tokens=int(reqs.drafts[i]) * k,
-                num_accepted_tokens=int(round(reqs.accepted[i])), accepted_per_pos=per_pos))
+        cols = zip(reqs.input_len.tolist(), reqs.output_len.tolist(), send.tolist(),
+                   first.tolist(), finish.tolist(), itl, reqs.drafts.tolist(),
+                   np.rint(reqs.accepted).astype(np.int64).tolist(),
+                   np.rint(reqs.accepted_per_pos).astype(np.int64).tolist(), strict=True)
+        records = [RequestRecord(
+            request_id=f"sim-{i}", input_len=i_len, output_len=o_len, arrival_s=s_at,
+            first_token_s=f_at, finish_s=e_at, itl_s=runs[0], itl_count=runs[1],
+            num_drafts=d, num_draft_tokens=d * k, num_accepted_tokens=a, accepted_per_pos=pp)
+            for i, (i_len, o_len, s_at, f_at, e_at, runs, d, a, pp) in enumerate(cols)]
         drafts = int(reqs.drafts.sum())
         counters = SpecDecodeCounters(
             drafts, drafts * k, int(round(reqs.accepted.sum())),
