@@ -69,16 +69,20 @@ class RequestTable:
         self._itl.append((ids[keep], start[keep].astype(np.int64), stop[keep].astype(np.int64),
                           count[keep]))
 
+    def itl_flat(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every booked run as (request id, gap s, count), in booking order."""
+        if not self._itl:
+            return np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64)
+        ids, start, stop, cnt = (np.concatenate(c) for c in zip(*self._itl, strict=True))
+        return ids, (times[stop] - times[start]) / np.maximum(cnt, 1), cnt
+
     def itl_runs(self, times: np.ndarray) -> list[tuple[list[float], list[int]]]:
         """Per request: (gaps s, counts) in time order, equal neighbouring gaps merged; `times`:
         seconds at each position."""
         n = len(self)
-        if not self._itl:
-            return [([], []) for _ in range(n)]
-        ids, start, stop, cnt = (np.concatenate(c) for c in zip(*self._itl, strict=True))
+        ids, gap, cnt = self.itl_flat(times)
         if not ids.size:
             return [([], []) for _ in range(n)]
-        gap = (times[stop] - times[start]) / cnt
         order = np.argsort(ids, kind="stable")
         ids, gap, cnt = ids[order], gap[order], cnt[order]
         new = np.ones(ids.size, bool)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mtpsim.arrivals import Client, send_offsets
-from mtpsim.metrics import RequestRecord, SpecDecodeCounters
+from mtpsim.metrics import RequestRecord, SpecDecodeCounters, latency_metrics
 from mtpsim.models.acceptance import draw_accepted
 from mtpsim.models.build import models_for
 from mtpsim.models.cost import StepShape
@@ -47,13 +47,15 @@ def _sum_min(a: int, b: int, cap: int) -> float:
 
 
 class Simulator:
-    """Simulates one policy of an experiment; `run()` returns a Result."""
+    """Simulates one policy of an experiment; `run()` returns a Result (`records=False`: its
+    metrics only, for callers that read nothing else)."""
 
     def __init__(self, exp: Experiment, policy: str, progress: Progress | None = None,
-                 calibration: Calibration | None = None) -> None:
+                 calibration: Calibration | None = None, records: bool = True) -> None:
         # a calibration fitted from real traces replaces the acceptance model and the roofline
         models = models_for(exp, policy, calibration)
         self.exp, self.policy, self.progress = exp, policy, progress
+        self.records = records  # False: metrics only (no per-request records, no spec copy)
         self.k = exp.k
         self.topk = models.topk
         self.cost, self.fresh_cost, self.acc = models.cost, models.fresh_cost, models.acceptance
@@ -297,8 +299,8 @@ class Simulator:
         shape = StepShape(
             num_decode=num_dec, decode_ctx=dec_ctx, decode_keys=dec_keys,
             num_draft=num_dec + completes.sum(axis=0),
-            draft_ctx=dec_ctx + in_len @ completes,
-            draft_keys=dec_keys + np.minimum(in_len, topk) @ completes,
+            draft_ctx=dec_ctx + (in_len[:, None] * completes).sum(axis=0),
+            draft_keys=dec_keys + (np.minimum(in_len, topk)[:, None] * completes).sum(axis=0),
             prefill_tokens=chunks[0], prefill_keys=chunks[1], prefill_pairs=chunks[2],
             prefill_reads=chunks[3], prefill_done=completes.sum(axis=0))
         decode_only = np.cumsum(chunks[0] == 0)
@@ -367,26 +369,32 @@ class Simulator:
         at = (lambda x: times[x.astype(np.int64)])  # noqa: E731
         send = at(reqs.send_at) if self.deferred else reqs.send_at
         first, finish = at(reqs.first_token_at), at(reqs.finish_at)
-        itl = reqs.itl_runs(times)
-        cols = zip(reqs.input_len.tolist(), reqs.output_len.tolist(), send.tolist(),
-                   first.tolist(), finish.tolist(), itl, reqs.drafts.tolist(),
-                   np.rint(reqs.accepted).astype(np.int64).tolist(),
-                   np.rint(reqs.accepted_per_pos).astype(np.int64).tolist(), strict=True)
-        records = [RequestRecord(
-            request_id=f"sim-{i}", input_len=i_len, output_len=o_len, arrival_s=s_at,
-            first_token_s=f_at, finish_s=e_at, itl_s=runs[0], itl_count=runs[1],
-            num_drafts=d, num_draft_tokens=d * k, num_accepted_tokens=a, accepted_per_pos=pp)
-            for i, (i_len, o_len, s_at, f_at, e_at, runs, d, a, pp) in enumerate(cols)]
         drafts = int(reqs.drafts.sum())
         counters = SpecDecodeCounters(
             drafts, drafts * k, int(round(reqs.accepted.sum())),
             [int(round(x)) for x in reqs.accepted_per_pos.sum(axis=0)])
-        log = self.log
         duration = float(finish.max())
-        return Result.from_requests(
-            mode="simulate", policy=self.policy, requests=records, duration_s=duration,
-            counters=counters, seed=self.exp.seed, experiment=self.exp.source,
-            spec=self.exp.to_dict(),
+        _, gaps, counts = reqs.itl_flat(times)
+        metrics = latency_metrics(reqs.input_len, reqs.output_len, send, first, finish, gaps,
+                                  counts, duration)
+        metrics.update(counters.to_bench_keys())
+        records = None
+        if self.records:
+            cols = zip(reqs.input_len.tolist(), reqs.output_len.tolist(), send.tolist(),
+                       first.tolist(), finish.tolist(), reqs.itl_runs(times), reqs.drafts.tolist(),
+                       np.rint(reqs.accepted).astype(np.int64).tolist(),
+                       np.rint(reqs.accepted_per_pos).astype(np.int64).tolist(), strict=True)
+            records = [RequestRecord(
+                request_id=f"sim-{i}", input_len=i_len, output_len=o_len, arrival_s=s_at,
+                first_token_s=f_at, finish_s=e_at, itl_s=runs[0], itl_count=runs[1],
+                num_drafts=d, num_draft_tokens=d * k, num_accepted_tokens=a,
+                accepted_per_pos=pp)
+                for i, (i_len, o_len, s_at, f_at, e_at, runs, d, a, pp) in enumerate(cols)]
+        log = self.log
+        return Result(
+            mode="simulate", policy=self.policy, metrics=metrics, requests=records,
+            seed=self.exp.seed, experiment=self.exp.source,
+            spec=self.exp.to_dict() if self.records else {},
             phases={p: log.totals[p] / max(log.steps, 1) for p in PHASES},
             extra={"num_steps": log.steps, "decode_only_steps": log.decode_only_steps,
                    "python_iterations": log.python_iterations,
