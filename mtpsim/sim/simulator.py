@@ -5,12 +5,13 @@ Events are request sends and finishes. Between two events the scheduler's plan i
 step that repeats), so the simulator draws the accepted counts of every running request for a
 run of steps at once ([requests, steps] numpy arrays), finds the step at which the first request
 finishes (or the next request is sent), and advances everything to it in one go: one Python
-iteration per event, not per step. Steps are priced in batches by mtpsim.sim.clock.
+iteration per event, not per step. Steps are priced in batches by mtpsim.sim.clock. At rate inf
+with a token budget that covers every decode, mtpsim.sim.planned draws the outputs first and
+schedules from finish to finish instead.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -24,7 +25,6 @@ from mtpsim.models.build import models_for
 from mtpsim.models.cost import StepShape
 from mtpsim.result import PHASES, Result
 from mtpsim.sim.clock import Clock, StepLog
-from mtpsim.sim.decoding import Decoding, draw_decoding
 from mtpsim.sim.entities import RequestTable, draw_lengths
 from mtpsim.sim.scheduler import Lookahead, Scheduler
 from mtpsim.spec import Experiment
@@ -37,7 +37,7 @@ TAIL_MARGIN, TAIL_SLACK = 1.25, 8  # decode-only steps drawn past the expected f
 Progress = Callable[[int, int], None]
 
 
-def _sum_min(a: int, b: int, cap: int) -> float:
+def sum_min(a: int, b: int, cap: int) -> float:
     """sum_{p=a}^{b} min(p, cap) for 1 <= a <= b."""
     if b <= cap:
         return (a + b) * (b - a + 1) / 2
@@ -100,7 +100,10 @@ class Simulator:
         n = len(self.reqs)
         self.clock = Clock(self.cost, self.fresh_cost, self.log)
         if self.plannable():
-            return self._run_planned()
+            from mtpsim.sim.planned import run_planned
+
+            run_planned(self)
+            return self._result()
         while self.finished < n:
             for rid, s in self.client.send_until(self._now()):
                 self.reqs.send_at[rid] = s
@@ -117,117 +120,6 @@ class Simulator:
         """No decision needs seconds (rate inf) and the token budget always covers a decode
         step of every running request: outputs can be drawn before the schedule."""
         return self.deferred and self.sched.max_num_seqs * (self.k + 1) <= self.sched.budget
-
-    # ---- every request decoding at every step: draw outputs first, then schedule ------------
-    def _run_planned(self) -> Result:
-        """When no decision needs seconds and every running request decodes at every step,
-        each request's decode steps are drawn first (mtpsim.sim.decoding); the scheduler then
-        runs event to event (one Python iteration per finish, plain integers), and all steps
-        are priced at once at the end."""
-        reqs, sched, client = self.reqs, self.sched, self.client
-        n, topk = len(reqs), self.topk
-        dec = draw_decoding(self.acc, None if self.expected else self.rng, reqs.input_len,
-                            reqs.output_len, self.shift, self.k, MAX_BULK_STEPS)
-        d_steps = dec.steps.tolist()
-        start = np.full(n, -1, np.int64)  # first decode step (= position of the first token)
-        chunks: list[tuple[int, int, float, float, float]] = []  # step, tokens, keys, pairs, reads
-        finishing: list[tuple[int, int]] = []  # heap of (finish position, request)
-        pos = 0
-        while self.finished < n:
-            for rid, s in client.send_until(float(pos)):
-                reqs.send_at[rid] = s
-                sched.add(rid)
-            ahead = sched.lookahead(2**62)
-            self.log.python_iterations += 1
-            next_finish = finishing[0][0] if finishing else None
-            for plan in ahead.steps:
-                tok = keys = pairs = reads = 0.0
-                for rid, st, m in plan.chunks:
-                    tok, keys = tok + m, keys + _sum_min(st + 1, st + m, topk)
-                    pairs, reads = pairs + (2 * st + m + 1) * m / 2, reads + st + m
-                    if st + m == reqs.input_len[rid]:
-                        start[rid] = pos + 1
-                        heapq.heappush(finishing, (pos + 1 + d_steps[rid], rid))
-                chunks.append((pos, tok, keys, pairs, reads))
-                sched.commit([plan])
-                pos += 1
-                next_finish = finishing[0][0] if finishing else None
-                if next_finish is not None and next_finish <= pos:
-                    break
-            else:
-                if next_finish is None:
-                    raise RuntimeError("simulator stalled: no request can run")  # unreachable
-                pos = next_finish  # decode-only steps up to the next finish
-            done = set()
-            while finishing and finishing[0][0] == pos:
-                done.add(heapq.heappop(finishing)[1])
-            if done:
-                ids = np.fromiter(done, np.int64, len(done))
-                reqs.finish_at[ids] = pos
-                sched.finish(done)
-                client.on_finish(float(pos), len(done))
-                self.finished += len(done)
-            if self.progress is not None:
-                self.progress(self.finished, n)
-        self._price_planned(dec, start, chunks, pos)
-        reqs.generated[:] = reqs.output_len
-        reqs.first_token_at[:] = start
-        reqs.drafts[:] = dec.steps
-        reqs.accepted[:] = dec.accepted
-        reqs.accepted_per_pos[:] = dec.accepted_per_pos
-        return self._result()
-
-    def _price_planned(self, dec: Decoding, start: np.ndarray, chunks: list, total: int) -> None:
-        """All `total` steps' shapes from the requests' decode cells and the prompt chunks,
-        priced at once; inter-token latencies booked per request as runs between chunk steps."""
-        reqs, topk = self.reqs, self.topk
-        n_dec = np.zeros(total + 1)
-        np.add.at(n_dec, start, 1.0)
-        np.add.at(n_dec, start + dec.steps, -1.0)
-        num_dec = np.cumsum(n_dec)[:total]
-        ctx_sum, key_sum = np.zeros(total), np.zeros(total)
-        in_len = reqs.input_len.astype(float)
-        for block in dec.blocks:
-            j, before = block.cells()
-            r = block.rows
-            live = j < dec.steps[r, None]
-            step = (start[r, None] + j)[live]
-            ctx = (in_len[r, None] + before)[live]
-            ctx_sum += np.bincount(step, ctx, total)
-            key_sum += np.bincount(step, np.minimum(ctx, topk), total)
-        comp = start - 1  # the step that completes the prompt
-        completes = np.bincount(comp, minlength=total).astype(float)
-        comp_ctx = np.bincount(comp, in_len, total)
-        comp_keys = np.bincount(comp, np.minimum(in_len, topk), total)
-        pre = np.zeros((4, total))
-        at = np.array([c[0] for c in chunks], np.int64)
-        pre[:, at] = np.array([c[1:] for c in chunks], float).T
-        shape = StepShape(
-            num_decode=num_dec, decode_ctx=ctx_sum, decode_keys=key_sum,
-            num_draft=num_dec + completes, draft_ctx=ctx_sum + comp_ctx,
-            draft_keys=key_sum + comp_keys, prefill_tokens=pre[0], prefill_keys=pre[1],
-            prefill_pairs=pre[2], prefill_reads=pre[3], prefill_done=completes)
-        self.clock.run(shape, total, total - at.size)
-        # runs: each chunk step on its own, the decode-only steps between two as one
-        is_chunk = np.zeros(total, bool)
-        is_chunk[at] = True
-        new = is_chunk.copy()
-        new[0] = True
-        new[1:] |= is_chunk[:-1]
-        seg = np.cumsum(new) - 1
-        seg_start = np.flatnonzero(new)
-        seg_stop = np.append(seg_start[1:], total)  # exclusive
-        last = start + dec.steps - 1  # last decode step
-        has = dec.steps > 0
-        rid = np.flatnonzero(has)
-        first_seg, last_seg = seg[start[has]], seg[last[has]]
-        per = last_seg - first_seg + 1
-        rep = np.repeat(rid, per)
-        g = np.repeat(first_seg, per) + (np.arange(per.sum()) - np.repeat(np.cumsum(per) - per,
-                                                                          per))
-        a = np.maximum(seg_start[g], start[rep])
-        z = np.minimum(seg_stop[g], last[rep] + 1)
-        reqs.book_itl(rep, a, z, z - a)
 
     def _now(self) -> float:
         """The client's clock: positions when deferred, else seconds."""
@@ -266,7 +158,7 @@ class Simulator:
         for j, plan in enumerate(trans):
             dec[[row[r] for r in plan.decodes], j] = True
             for rid, s, n in plan.chunks:
-                chunks[:, j] += (n, _sum_min(s + 1, s + n, topk), (2 * s + n + 1) * n / 2, s + n)
+                chunks[:, j] += (n, sum_min(s + 1, s + n, topk), (2 * s + n + 1) * n / 2, s + n)
                 if s + n == reqs.input_len[rid]:
                     comp[row[rid]] = j
         if tail:
