@@ -59,7 +59,8 @@ def process_table(repeat: int, baseline: Path | None) -> None:
         for name, (cmd, root) in cases.items():
             runs[name].append(timed(cmd, _env(root), root))
     base_wall = statistics.median(w for w, _ in runs["python -c pass"])
-    print(f"whole process, median of {repeat} (interleaved)")
+    print(f"whole process, median of {repeat} (interleaved); load average "
+          f"{os.getloadavg()[0]:.1f}")
     print(f"{'command':<52} {'wall s':>7} {'CPU s':>7} {'wall / python':>14}")
     for name, r in runs.items():
         wall, cpu = statistics.median(w for w, _ in r), statistics.median(c for _, c in r)
@@ -70,23 +71,26 @@ def scaling_table(repeat: int) -> None:
     from mtpsim.sim.simulator import simulate
     from mtpsim.spec import load_experiment
 
-    print(f"\nsimulation only (in process, both policies), best of {repeat}")
+    sizes = (256, 2_560, 10_240)
+    print(f"\nsimulation only (in process, both policies), best of {repeat}, sizes interleaved; "
+          f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'requests':>9} {'wall s':>8} {'CPU s':>8} {'CPU us / request':>17} "
           f"{'py iters / request':>19} {'CPU x':>6}")
-    base = None
-    for n in (256, 2_560, 10_240):
-        exp = load_experiment(ROOT / EXP, [f"workload.num_prompts={n}"])
-        wall = cpu = float("inf")
-        iters = 0
-        for _ in range(repeat):
+    exps = {n: load_experiment(ROOT / EXP, [f"workload.num_prompts={n}"]) for n in sizes}
+    wall = dict.fromkeys(sizes, float("inf"))
+    cpu = dict.fromkeys(sizes, float("inf"))
+    iters = dict.fromkeys(sizes, 0.0)
+    for _ in range(repeat):
+        for n in sizes:  # interleaved, so load drifts hit every size alike
             t0, c0 = time.perf_counter(), time.process_time()
-            results = [simulate(exp, p) for p in exp.policies]
-            wall = min(wall, time.perf_counter() - t0)
-            cpu = min(cpu, time.process_time() - c0)
-            iters = sum(r.extra["python_iterations"] for r in results)
-        base = base or cpu
-        print(f"{n:>9} {wall:>8.3f} {cpu:>8.3f} {1e6 * cpu / n:>17.1f} "
-              f"{iters / (n * len(results)):>19.2f} {cpu / base:>6.1f}", flush=True)
+            results = [simulate(exps[n], p) for p in exps[n].policies]
+            wall[n] = min(wall[n], time.perf_counter() - t0)
+            cpu[n] = min(cpu[n], time.process_time() - c0)
+            iters[n] = sum(r.extra["python_iterations"] for r in results) / (n * len(results))
+    for n in sizes:
+        print(f"{n:>9} {wall[n]:>8.3f} {cpu[n]:>8.3f} {1e6 * cpu[n] / n:>17.1f} "
+              f"{iters[n]:>19.2f} {cpu[n] / cpu[sizes[0]]:>6.1f}")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 
 def main() -> None:

@@ -145,26 +145,66 @@ def _stats(name: str, values_s: np.ndarray, out: dict[str, float]) -> None:
         out[f"p{p}_{name}_ms"] = float(np.percentile(v, p))
 
 
+def _run_stats(name: str, values_s: np.ndarray, counts: np.ndarray, out: dict[str, float]) -> None:
+    """`_stats` of `values_s[j]` repeated `counts[j]` times, without expanding the runs: the
+    same order statistics and linear interpolation as np.percentile (equal to rounding)."""
+    if not values_s.size or np.all(counts == 1):
+        _stats(name, values_s, out)
+        return
+    keep = counts > 0
+    order = np.argsort(values_s[keep])
+    v, c = values_s[keep][order] * 1000.0, counts[keep][order]
+    total = int(c.sum())
+    ends = np.cumsum(c)  # ranks [ends - c, ends) hold v
+
+    def at(q: float) -> float:
+        h = (total - 1) * q / 100.0
+        lo, hi = v[np.searchsorted(ends, [np.floor(h), np.ceil(h)], side="right")]
+        return float(lo + (hi - lo) * (h - np.floor(h)))
+
+    mean = float((v * c).sum() / total)  # no BLAS call: it can stall on a busy machine
+    out[f"mean_{name}_ms"] = mean
+    out[f"median_{name}_ms"] = at(50.0)
+    out[f"std_{name}_ms"] = float(np.sqrt((c * (v - mean) ** 2).sum() / total))
+    for p in PERCENTILES:
+        out[f"p{p}_{name}_ms"] = at(p)
+
+
 def serving_metrics(requests: Sequence[RequestRecord], duration_s: float) -> dict[str, float]:
     """`vllm bench serve` metrics for completed requests over a run of `duration_s` seconds."""
+    f = np.fromiter
+    return latency_metrics(
+        f((r.input_len for r in requests), np.int64), f((r.output_len for r in requests), np.int64),
+        f((r.arrival_s for r in requests), float), f((r.first_token_s for r in requests), float),
+        f((r.finish_s for r in requests), float),
+        f((g for r in requests for g in r.itl_s), float),
+        f((c for r in requests for c in r.itl_count), np.int64), duration_s)
+
+
+def latency_metrics(input_len: np.ndarray, output_len: np.ndarray, arrival_s: np.ndarray,
+                    first_token_s: np.ndarray, finish_s: np.ndarray, itl_s: np.ndarray,
+                    itl_count: np.ndarray, duration_s: float) -> dict[str, float]:
+    """`serving_metrics` from per-request arrays (RequestRecord's fields) and all requests'
+    ITL runs (values and counts), e.g. straight from a simulator's state."""
     if duration_s <= 0:
         raise ValueError("duration must be positive")
-    total_in = sum(r.input_len for r in requests)
-    total_out = sum(r.output_len for r in requests)
+    total_in, total_out = int(input_len.sum()), int(output_len.sum())
+    n = int(input_len.size)
     out: dict[str, float] = {
         "duration": duration_s,
-        "completed": len(requests),
+        "completed": n,
         "total_input_tokens": total_in,
         "total_output_tokens": total_out,
-        "request_throughput": len(requests) / duration_s,
+        "request_throughput": n / duration_s,
         "output_throughput": total_out / duration_s,
         "total_token_throughput": (total_in + total_out) / duration_s,
     }
-    _stats("ttft", np.array([r.ttft_s for r in requests]), out)
-    _stats("tpot", np.array([t for r in requests if (t := r.tpot_s) is not None]), out)
-    itls = [np.repeat(np.asarray(r.itl_s, float), np.asarray(r.itl_count, int)) for r in requests]
-    _stats("itl", np.concatenate(itls) if itls else np.zeros(0), out)
-    _stats("e2el", np.array([r.e2el_s for r in requests]), out)
+    ttft, e2el = first_token_s - arrival_s, finish_s - arrival_s
+    many = output_len > 1
+    _stats("ttft", ttft, out)
+    _stats("tpot", (e2el[many] - ttft[many]) / (output_len[many] - 1), out)
+    _run_stats("itl", itl_s, itl_count, out)
+    _stats("e2el", e2el, out)
     return out
 
 

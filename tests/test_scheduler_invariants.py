@@ -25,15 +25,23 @@ def test_batches_respect_max_num_seqs_and_the_token_budget(monkeypatch, mode, ch
     raw["engine"]["enable_chunked_prefill"] = chunked
     raw["acceptance"] = {"mode": mode}
     exp = experiment_from_dict(raw)
-    plans = []
-    original = Scheduler.plan
+    plans, committed = [], []
+    lookahead, commit = Scheduler.lookahead, Scheduler.commit
 
-    def recording(self):
-        plan = original(self)
-        plans.append((len(self.running), plan, self.reqs.input_len.copy()))
-        return plan
+    def recording(self, limit):
+        ahead = lookahead(self, limit)
+        # every planned step (the chunk steps and the repeating decode-only one), with the most
+        # requests running in any of them
+        for plan in [*ahead.steps, *([ahead.steady] if ahead.steady else [])]:
+            plans.append((len(ahead.ids), plan, self.reqs.input_len.copy()))
+        return ahead
 
-    monkeypatch.setattr(Scheduler, "plan", recording)
+    def recording_commit(self, ran):
+        committed.extend(ran)
+        commit(self, ran)
+
+    monkeypatch.setattr(Scheduler, "lookahead", recording)
+    monkeypatch.setattr(Scheduler, "commit", recording_commit)
     sim = sim_mod.Simulator(exp, "fresh")
     sim.run()
     k = exp.k
@@ -46,7 +54,7 @@ def test_batches_respect_max_num_seqs_and_the_token_budget(monkeypatch, mode, ch
             for rid, start, n in plan.chunks:
                 assert start == 0 and n == sim.reqs.input_len[rid]
     prefilled = np.zeros(len(sim.reqs), dtype=int)
-    for _, plan, _ in plans:
+    for plan in committed:  # the steps that ran
         for rid, _, n in plan.chunks:
             prefilled[rid] += n
     assert np.array_equal(prefilled, sim.reqs.input_len)

@@ -20,6 +20,7 @@ Two parameter forms:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -114,10 +115,16 @@ def _shifted(cond: np.ndarray, shift: np.ndarray) -> np.ndarray:
 def spread_offsets(cond: np.ndarray, sigma: float, sweeps: int = 4) -> np.ndarray:
     """Logit offsets delta such that, over z ~ N(0, sigma^2) (Gauss-Hermite), the draft-weighted
     mean of each marginal rate equals the input's."""
+    return np.array(_spread_offsets(tuple(float(c) for c in cond), float(sigma), sweeps))
+
+
+@functools.lru_cache(maxsize=64)  # every policy of a run (or of a draw) asks for the same
+def _spread_offsets(rates: tuple[float, ...], sigma: float, sweeps: int) -> tuple[float, ...]:
+    cond = np.array(rates)
     k = cond.size
     delta = np.zeros(k)
     if sigma <= 0:
-        return delta
+        return tuple(delta.tolist())
     from scipy.optimize import brentq
 
     z, w = np.polynomial.hermite_e.hermegauss(40)
@@ -128,7 +135,7 @@ def spread_offsets(cond: np.ndarray, sigma: float, sweeps: int = 4) -> np.ndarra
         m = np.cumprod(_shifted(np.broadcast_to(cond, (z.size, k)), d[None, :] + sigma * z[:, None]),
                        axis=1)
         drafts = w / (1.0 + m.sum(axis=1))
-        return drafts @ m / drafts.sum()
+        return (drafts[:, None] * m).sum(axis=0) / drafts.sum()  # no BLAS: stalls when busy
 
     for _ in range(sweeps):
         for i in range(k):
@@ -141,7 +148,7 @@ def spread_offsets(cond: np.ndarray, sigma: float, sweeps: int = 4) -> np.ndarra
                 return float(aggregate(d)[i] - target[i])
 
             delta[i] = brentq(gap, -30.0, 30.0, xtol=1e-10)
-    return delta
+    return tuple(delta.tolist())
 
 
 # ---- fitted (calibration) ---------------------------------------------------------------------
@@ -228,4 +235,7 @@ def draw_accepted(rng: np.random.Generator, marginal: np.ndarray, num_steps: int
     """[n, num_steps] accepted drafts per step: A = #{i : U < m_i}, one uniform per draft
     (inverse CDF, so common random numbers pair policies step by step)."""
     u = rng.random((marginal.shape[0], num_steps))
-    return (u[:, :, None] < marginal[:, None, :]).sum(axis=2)
+    a = np.zeros(u.shape, np.int8)
+    for i in range(marginal.shape[1]):  # k two-dimensional passes, no [n, steps, k] array
+        a += u < marginal[:, i:i + 1]
+    return a

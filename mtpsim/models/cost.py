@@ -31,17 +31,17 @@ class StepShape:
     (decoding ones plus those whose prompt completes in it). Contexts count keys up to the last
     accepted token."""
 
-    num_decode: int = 0
+    num_decode: Num = 0
     decode_ctx: Num = 0.0  # sum of contexts of decoding requests
     decode_keys: Num = 0.0  # sum of min(context, top-k) of decoding requests
-    num_draft: int = 0
+    num_draft: Num = 0
     draft_ctx: Num = 0.0
     draft_keys: Num = 0.0
-    prefill_tokens: int = 0
-    prefill_keys: float = 0.0  # sum over prompt tokens of min(position + 1, top-k)
-    prefill_pairs: float = 0.0  # sum over prompt tokens of (position + 1): indexer query-key pairs
-    prefill_reads: float = 0.0  # sum over chunks of their end position (indexer keys read once)
-    prefill_done: int = 0  # chunks that complete a prompt (their last token is sampled)
+    prefill_tokens: Num = 0
+    prefill_keys: Num = 0.0  # sum over prompt tokens of min(position + 1, top-k)
+    prefill_pairs: Num = 0.0  # sum over prompt tokens of (position + 1): indexer query-key pairs
+    prefill_reads: Num = 0.0  # sum over chunks of their end position (indexer keys read once)
+    prefill_done: Num = 0  # chunks that complete a prompt (their last token is sampled)
 
 # ---- fitted features ------------------------------------------------------------------------
 @dataclass(slots=True)

@@ -174,7 +174,7 @@ class CostModel:
         # target forward: verification of k+1 tokens per decoding request, plus prompt chunks
         v_tok = s.num_decode * q
         verify = self._target(v_tok, q * s.decode_keys, q * s.decode_ctx, s.decode_ctx, v_tok)
-        if s.prefill_tokens:
+        if np.any(s.prefill_tokens):  # exactly 0 at steps without prefill (x + 0 == x)
             both = self._target(v_tok + s.prefill_tokens, q * s.decode_keys + s.prefill_keys,
                                 q * s.decode_ctx + s.prefill_pairs,
                                 s.decode_ctx + s.prefill_reads, v_tok + s.prefill_done)
@@ -191,14 +191,14 @@ class CostModel:
                              s.decode_ctx + s.prefill_reads) if own_indexer else 0.0)
             + self._allreduce(n_mtp, d_tok)
             + self._head(s.num_draft))
-        if t.reuses_own_row and s.num_draft:
+        if t.reuses_own_row and np.any(s.num_draft):
             # compact_topk_indices: gather one top-k row per request
             draft_prefill = draft_prefill + self._roof(s.num_draft * self.exp.index_topk * 8,
-                                                       0.0, n_mtp)
+                                                       0.0, n_mtp) * (s.num_draft > 0)
         # draft steps 1..k-1, one token per drafting request
         steps = k - 1
         b = s.num_draft
-        if steps and b:
+        if steps and np.any(b):  # every term below is 0 at steps with no drafting request
             rest = steps * (self._gemms(b, n_mtp, 0, n_mtp, 0, n_mtp * self._params()["eh_proj"])
                             + self._attention(n_mtp, s.draft_keys)
                             + self._allreduce(n_mtp, b) + self._head(b))
@@ -208,13 +208,15 @@ class CostModel:
             else:
                 indexer = 0.0 * rest
                 if t.appends_drafted:  # write the drafted positions into the row
-                    rest = rest + steps * self._roof(0.0, 0.0, n_mtp)
+                    rest = rest + steps * self._roof(0.0, 0.0, n_mtp) * (b > 0)
         else:
             rest = indexer = 0.0 * verify
         reject = self._sampling(v_tok) + self._sampling(s.prefill_done)
         c = self.exp.calibration
         with_prefill, decode_only = EAGER_SHARE[self.exp.engine.cudagraph_mode]
-        eager = with_prefill if s.prefill_tokens else decode_only
+        eager = (np.where(s.prefill_tokens > 0, with_prefill, decode_only)
+                 if isinstance(s.prefill_tokens, np.ndarray)
+                 else with_prefill if s.prefill_tokens else decode_only)
         overhead = (c.overhead_ms + eager * c.eager_overhead_ms) * 1e-3
         out = dict(zip(PHASES, (prefill, verify, draft_prefill, indexer, rest, reject, overhead),
                        strict=True))

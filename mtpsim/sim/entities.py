@@ -1,5 +1,8 @@
 """Request state as numpy arrays (one slot per request), so the simulator can advance many
-requests at once; plus the workload's length draws (arrival times: mtpsim.arrivals)."""
+requests at once; plus the workload's length draws (arrival times: mtpsim.arrivals).
+
+Engine events are stamped with positions (steps run when they happened, mtpsim.sim.clock) and
+turned into seconds at the end; inter-token latencies likewise, as runs between two positions."""
 
 from __future__ import annotations
 
@@ -27,30 +30,28 @@ class RequestTable:
     input_len: np.ndarray  # [n] int
     output_len: np.ndarray  # [n] int
     k: int
-    send_s: np.ndarray = field(init=False)
-    first_token_s: np.ndarray = field(init=False)
-    finish_s: np.ndarray = field(init=False)
-    last_chunk_s: np.ndarray = field(init=False)
+    send_at: np.ndarray = field(init=False)  # the client's clock (seconds or positions)
+    first_token_at: np.ndarray = field(init=False)  # positions; NaN: not yet
+    finish_at: np.ndarray = field(init=False)
+    last_token_at: np.ndarray = field(init=False)
     prefilled: np.ndarray = field(init=False)
     generated: np.ndarray = field(init=False)
     drafts: np.ndarray = field(init=False)
     accepted: np.ndarray = field(init=False)
     accepted_per_pos: np.ndarray = field(init=False)  # [n, k]
-    itl_s: list[list[float]] = field(init=False)
-    itl_count: list[list[int]] = field(init=False)
+    _itl: list[tuple[np.ndarray, ...]] = field(init=False)
 
     def __post_init__(self) -> None:
         n = self.input_len.size
         nan = np.full(n, np.nan)
-        self.send_s, self.first_token_s, self.finish_s = nan.copy(), nan.copy(), nan.copy()
-        self.last_chunk_s = nan.copy()
+        self.send_at, self.first_token_at, self.finish_at = nan.copy(), nan.copy(), nan.copy()
+        self.last_token_at = nan.copy()
         self.prefilled = np.zeros(n, dtype=np.int64)
         self.generated = np.zeros(n)
         self.drafts = np.zeros(n, dtype=np.int64)
         self.accepted = np.zeros(n)
         self.accepted_per_pos = np.zeros((n, self.k))
-        self.itl_s = [[] for _ in range(n)]
-        self.itl_count = [[] for _ in range(n)]
+        self._itl = []
 
     def __len__(self) -> int:
         return int(self.input_len.size)
@@ -59,12 +60,35 @@ class RequestTable:
         """Keys up to the last accepted token: prompt plus output so far."""
         return self.input_len[ids] + self.generated[ids]
 
-    def add_itl(self, rid: int, gap_s: float, count: int = 1) -> None:
-        if count <= 0:
-            return
-        runs, counts = self.itl_s[rid], self.itl_count[rid]
-        if runs and runs[-1] == gap_s:
-            counts[-1] += count
-        else:
-            runs.append(gap_s)
-            counts.append(count)
+    def book_itl(self, ids: np.ndarray, start: np.ndarray, stop: np.ndarray,
+                 count: np.ndarray) -> None:
+        """Inter-token latencies, run-length: request ids[j] made `count[j]` tokens evenly
+        between positions start[j] and stop[j] (runs of one request in time order; zero counts
+        are dropped)."""
+        keep = count > 0
+        self._itl.append((ids[keep], start[keep].astype(np.int64), stop[keep].astype(np.int64),
+                          count[keep]))
+
+    def itl_flat(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every booked run as (request id, gap s, count), in booking order."""
+        if not self._itl:
+            return np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64)
+        ids, start, stop, cnt = (np.concatenate(c) for c in zip(*self._itl, strict=True))
+        return ids, (times[stop] - times[start]) / np.maximum(cnt, 1), cnt
+
+    def itl_runs(self, times: np.ndarray) -> list[tuple[list[float], list[int]]]:
+        """Per request: (gaps s, counts) in time order, equal neighbouring gaps merged; `times`:
+        seconds at each position."""
+        n = len(self)
+        ids, gap, cnt = self.itl_flat(times)
+        if not ids.size:
+            return [([], []) for _ in range(n)]
+        order = np.argsort(ids, kind="stable")
+        ids, gap, cnt = ids[order], gap[order], cnt[order]
+        new = np.ones(ids.size, bool)
+        new[1:] = (ids[1:] != ids[:-1]) | (gap[1:] != gap[:-1])
+        starts = np.flatnonzero(new)
+        ids, gap, cnt = ids[starts], gap[starts], np.add.reduceat(cnt, starts)
+        bounds = np.searchsorted(ids, np.arange(n + 1))
+        gaps, counts = gap.tolist(), cnt.tolist()
+        return [(gaps[a:b], counts[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]

@@ -1,65 +1,43 @@
 """Serving simulation: client -> scheduler -> engine steps priced by the cost model.
 
-Events are request sends, prompt chunks completing and requests finishing. A step that holds a
-prompt chunk (or that may admit a waiting request) runs alone; otherwise the batch is unchanged
-until the next event, so the simulator draws the accepted counts of all running requests for a
-run of steps at once ([requests, steps] numpy arrays), finds the step at which the first
-request finishes or the next request is sent, and advances everything to it in one go.
+Events are request sends and finishes. Between two events the scheduler's plan is known
+(mtpsim.sim.scheduler.Scheduler.lookahead: the steps holding prompt chunks, then a decode-only
+step that repeats), so the simulator draws the accepted counts of every running request for a
+run of steps at once ([requests, steps] numpy arrays), finds the step at which the first request
+finishes (or the next request is sent), and advances everything to it in one go: one Python
+iteration per event, not per step. Steps are priced in batches by mtpsim.sim.clock. At rate inf
+with a token budget that covers every decode, mtpsim.sim.planned draws the outputs first and
+schedules from finish to finish instead.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mtpsim.arrivals import Client, send_offsets
-from mtpsim.metrics import RequestRecord, SpecDecodeCounters
+from mtpsim.metrics import RequestRecord, SpecDecodeCounters, latency_metrics
 from mtpsim.models.acceptance import draw_accepted
 from mtpsim.models.build import models_for
 from mtpsim.models.cost import StepShape
 from mtpsim.result import PHASES, Result
+from mtpsim.sim.clock import Clock, StepLog
 from mtpsim.sim.entities import RequestTable, draw_lengths
-from mtpsim.sim.scheduler import Plan, Scheduler
+from mtpsim.sim.scheduler import Lookahead, Scheduler
 from mtpsim.spec import Experiment
 
 if TYPE_CHECKING:
     from mtpsim.calibration.schema import Calibration
 
 MAX_BULK_STEPS = 256  # caps context drift within one bulk (acceptance is read at its start)
+TAIL_MARGIN, TAIL_SLACK = 1.25, 8  # decode-only steps drawn past the expected first finish
 Progress = Callable[[int, int], None]
 
 
-@dataclass(slots=True)
-class StepLog:
-    """Phase seconds summed over steps, and step counts."""
-
-    totals: dict[str, float]
-    saved_vs_fresh_s: float = 0.0  # same batches priced under `fresh` minus under this policy
-    steps: int = 0
-    decode_only_steps: int = 0
-    python_iterations: int = 0
-
-    def add(self, phases: dict[str, np.ndarray], n: int, decode_only: bool) -> None:
-        for name, v in phases.items():
-            self.totals[name] += float(v[:n].sum())
-        self.steps += n
-        self.decode_only_steps += n if decode_only else 0
-        self.python_iterations += 1
-
-    def add_one(self, phases: dict[str, np.ndarray], decode_only: bool) -> None:
-        """One step whose phases are scalars."""
-        for name, v in phases.items():
-            self.totals[name] += float(v)
-        self.steps += 1
-        self.decode_only_steps += decode_only
-        self.python_iterations += 1
-
-
-def _sum_min(a: int, b: int, cap: int) -> float:
+def sum_min(a: int, b: int, cap: int) -> float:
     """sum_{p=a}^{b} min(p, cap) for 1 <= a <= b."""
     if b <= cap:
         return (a + b) * (b - a + 1) / 2
@@ -69,13 +47,15 @@ def _sum_min(a: int, b: int, cap: int) -> float:
 
 
 class Simulator:
-    """Simulates one policy of an experiment; `run()` returns a Result."""
+    """Simulates one policy of an experiment; `run()` returns a Result (`records=False`: its
+    metrics only, for callers that read nothing else)."""
 
     def __init__(self, exp: Experiment, policy: str, progress: Progress | None = None,
-                 calibration: Calibration | None = None) -> None:
+                 calibration: Calibration | None = None, records: bool = True) -> None:
         # a calibration fitted from real traces replaces the acceptance model and the roofline
         models = models_for(exp, policy, calibration)
         self.exp, self.policy, self.progress = exp, policy, progress
+        self.records = records  # False: metrics only (no per-request records, no spec copy)
         self.k = exp.k
         self.topk = models.topk
         self.cost, self.fresh_cost, self.acc = models.cost, models.fresh_cost, models.acceptance
@@ -110,128 +90,158 @@ class Simulator:
             self.sched = Scheduler(self.reqs, e.max_num_seqs, e.max_num_batched_tokens,
                                    e.enable_chunked_prefill, self.k)
         self.log = StepLog({p: 0.0 for p in PHASES})
-        self.t = 0.0
+        # rate inf: every send waits only for a slot, so no decision needs seconds until the
+        # end and the client counts in positions (steps run); else it counts seconds
+        self.deferred = math.isinf(w.request_rate)
         self.finished = 0
 
     # ---- main loop ---------------------------------------------------------------------------
     def run(self) -> Result:
         n = len(self.reqs)
+        self.clock = Clock(self.cost, self.fresh_cost, self.log)
+        if self.plannable():
+            from mtpsim.sim.planned import run_planned
+
+            run_planned(self)
+            return self._result()
         while self.finished < n:
-            for rid, s in self.client.send_until(self.t):
-                self.reqs.send_s[rid] = s
+            for rid, s in self.client.send_until(self._now()):
+                self.reqs.send_at[rid] = s
                 self.sched.add(rid)
             if not self.sched.running and not self.sched.waiting:
-                self.t = self.client.next_send_s()
+                self.clock.wait_until(self.client.next_send_s())
                 continue
-            plan = self.sched.plan()
-            bulk = (not plan.chunks and len(plan.decodes) == len(self.sched.running)
-                    and not self.sched.can_admit())
-            if bulk:
-                self._advance_decodes(np.asarray(plan.decodes))
-            else:
-                self._single_step(plan)
+            self._advance(self.sched.lookahead(MAX_BULK_STEPS))
             if self.progress is not None:
                 self.progress(self.finished, n)
         return self._result()
 
-    # ---- a run of identical decode-only steps ------------------------------------------------
-    def _advance_decodes(self, ids: np.ndarray) -> None:
+    def plannable(self) -> bool:
+        """No decision needs seconds (rate inf) and the token budget always covers a decode
+        step of every running request: outputs can be drawn before the schedule."""
+        return self.deferred and self.sched.max_num_seqs * (self.k + 1) <= self.sched.budget
+
+    def _now(self) -> float:
+        """The client's clock: positions when deferred, else seconds."""
+        return float(self.clock.pos) if self.deferred else self.clock.now()
+
+    # ---- the steps up to the next event, at once ---------------------------------------------
+    def _advance(self, ahead: Lookahead) -> None:
+        """Run the planned steps (prompt chunks, then the repeating decode-only step) up to the
+        first finish or send: accepted counts of every request for every step are drawn at
+        once ([requests, steps]), acceptance read at the run's start."""
         reqs, k = self.reqs, self.k
-        remaining = reqs.output_len[ids] - reqs.generated[ids]
-        ctx0 = reqs.context(ids)
+        trans, steady = ahead.steps, ahead.steady
+        ids = np.asarray(ahead.ids, dtype=np.int64)
+        row = {rid: i for i, rid in enumerate(ahead.ids)}
+        n_tr = len(trans)
+        out_len = reqs.output_len[ids]
+        gen0 = reqs.generated[ids]
+        started = gen0 > 0  # decoding at the start; the others complete a prompt in the run
+        ctx0 = reqs.input_len[ids] + np.where(started, gen0, 1.0)
         marg = self.acc.marginal(ctx0, self.shift[ids])  # [b, k]
-        cap = int(min(MAX_BULK_STEPS, max(1, math.ceil(remaining.min()))))
-        if self.expected:
-            per_step = 1.0 + marg.sum(axis=1)
-            cum = per_step[:, None] * np.arange(1, cap + 1)[None, :]
-            accepted = None
+        if steady is not None and steady.decodes:
+            rows = np.fromiter((row[r] for r in steady.decodes), np.int64, len(steady.decodes))
+            left = out_len[rows] - np.where(started[rows], gen0[rows], 1.0)
+            # steps drawn: a margin past the expected first finish (a run that ends without an
+            # event is simply continued by the next one)
+            first = float((left / (1.0 + marg[rows].sum(axis=1))).min())
+            tail = min(MAX_BULK_STEPS - n_tr, max(1, math.ceil(left.min())),
+                       math.ceil(first * TAIL_MARGIN) + TAIL_SLACK)
         else:
-            accepted = draw_accepted(self.rng, marg, cap)  # [b, cap]
-            cum = np.cumsum(1 + accepted, axis=1)
-        done_at = np.where((cum >= remaining[:, None]).any(axis=1),
-                           (cum >= remaining[:, None]).argmax(axis=1) + 1, cap)
-        n = int(done_at.min())
-        ctx = ctx0[:, None] + np.concatenate([np.zeros((ids.size, 1)), cum[:, :-1]], axis=1)
-        keys = np.minimum(ctx, self.topk).sum(axis=0)
-        ctx_sum = ctx.sum(axis=0)
-        shape = StepShape(num_decode=ids.size, decode_ctx=ctx_sum, decode_keys=keys,
-                          num_draft=ids.size, draft_ctx=ctx_sum, draft_keys=keys)
-        phases = self.cost.step(shape)
-        step_s = sum(phases.values())
-        fresh_s = step_s if self.fresh_cost is None else sum(self.fresh_cost.step(shape).values())
-        elapsed = np.cumsum(step_s)
-        if len(self.sched.running) < self.sched.max_num_seqs:
-            t_next = self.client.next_send_s()
-            if math.isfinite(t_next):  # the batch changes at the step end after the next send
-                n = min(n, int(np.searchsorted(elapsed, t_next - self.t)) + 1)
-        n = max(1, min(n, cap))
-        self.log.add(phases, n, decode_only=True)
-        self.log.saved_vs_fresh_s += float(np.sum((fresh_s - step_s)[:n]))
-        reqs.drafts[ids] += n
+            tail = 0
+        steps = max(n_tr + tail, 1)
+        dec = np.zeros((ids.size, steps), bool)  # request decodes at step
+        comp = np.full(ids.size, steps, np.int64)  # step at which its prompt completes
+        chunks = np.zeros((4, steps))  # tokens, keys, pairs, reads
+        topk = self.topk
+        for j, plan in enumerate(trans):
+            dec[[row[r] for r in plan.decodes], j] = True
+            for rid, s, n in plan.chunks:
+                chunks[:, j] += (n, sum_min(s + 1, s + n, topk), (2 * s + n + 1) * n / 2, s + n)
+                if s + n == reqs.input_len[rid]:
+                    comp[row[rid]] = j
+        if tail:
+            dec[rows, n_tr:] = True
+        # tokens per step, and output tokens after each step (a completed prompt has 1)
+        cols = np.arange(steps)
+        if self.expected:
+            accepted = None
+            tokens = dec * (1.0 + marg.sum(axis=1))[:, None]
+        else:
+            accepted = draw_accepted(self.rng, marg, steps) * dec  # [b, steps]
+            tokens = dec * (1.0 + accepted)
+        done_prompt = cols[None, :] >= comp[:, None]
+        gen_after = np.cumsum(tokens, axis=1) + np.where(started[:, None], gen0[:, None],
+                                                         done_prompt.astype(float))
+        fin = (gen_after >= out_len[:, None] - 1e-9).any(axis=0)
+        n = int(fin.argmax()) + 1 if fin.any() else steps
+        if self.deferred:  # no send can come before the first finish: price only up to it
+            steps = n
+            dec, tokens, gen_after, chunks = (dec[:, :n], tokens[:, :n], gen_after[:, :n],
+                                              chunks[:, :n])
+            cols = cols[:n]
+        # the steps' shapes
+        ctx = reqs.input_len[ids][:, None] + gen_after - tokens  # context before the step
+        completes = (cols[None, :] == comp[:, None])
+        in_len = reqs.input_len[ids].astype(float)
+        dec_ctx = (dec * ctx).sum(axis=0)
+        dec_keys = (dec * np.minimum(ctx, topk)).sum(axis=0)
+        num_dec = dec.sum(axis=0)
+        shape = StepShape(
+            num_decode=num_dec, decode_ctx=dec_ctx, decode_keys=dec_keys,
+            num_draft=num_dec + completes.sum(axis=0),
+            draft_ctx=dec_ctx + (in_len[:, None] * completes).sum(axis=0),
+            draft_keys=dec_keys + (np.minimum(in_len, topk)[:, None] * completes).sum(axis=0),
+            prefill_tokens=chunks[0], prefill_keys=chunks[1], prefill_pairs=chunks[2],
+            prefill_reads=chunks[3], prefill_done=completes.sum(axis=0))
+        decode_only = np.cumsum(chunks[0] == 0)
+        if self.deferred:
+            self.clock.run(shape, n, int(decode_only[n - 1]))
+        else:
+            phases = self.cost.step(shape)
+            elapsed = np.cumsum(sum(phases.values()))
+            if len(self.sched.running) < self.sched.max_num_seqs:
+                t_next = self.client.next_send_s()
+                if math.isfinite(t_next):  # the batch changes at the step end after the next send
+                    n = min(n, int(np.searchsorted(elapsed, t_next - self.clock.now())) + 1)
+            n = max(1, min(n, steps))
+            self.clock.run(shape, n, int(decode_only[n - 1]), phases)
+        self.log.python_iterations += 1
+        # book the n steps
+        dec, tokens = dec[:, :n], tokens[:, :n]
+        drafts = dec.sum(axis=1)
+        reqs.drafts[ids] += drafts
         if accepted is None:
-            reqs.accepted[ids] += n * marg.sum(axis=1)
-            reqs.accepted_per_pos[ids] += n * marg
+            reqs.accepted[ids] += drafts * marg.sum(axis=1)
+            reqs.accepted_per_pos[ids] += drafts[:, None] * marg
         else:
             a = accepted[:, :n]
             reqs.accepted[ids] += a.sum(axis=1)
             reqs.accepted_per_pos[ids] += (a[:, :, None] > np.arange(k)).sum(axis=1)
-        reqs.generated[ids] += cum[:, n - 1]
-        gap = float(elapsed[n - 1]) / n
-        for rid in ids.tolist():
-            reqs.add_itl(rid, gap, n)
-        self.t += float(elapsed[n - 1])
-        reqs.last_chunk_s[ids] = self.t
+        reqs.generated[ids] = gen_after[:, n - 1]
+        ends = np.arange(self.clock.pos - n + 1, self.clock.pos + 1, dtype=float)  # positions
+        first = comp < n
+        reqs.first_token_at[ids[first]] = ends[comp[first]]
+        self._book_itl(ids, dec, completes[:, :n], ends, n_tr)
+        self.sched.commit(trans[:n])
         self._finish(ids)
 
-    # ---- one step with prompt chunks (or a partial decode batch) -----------------------------
-    def _single_step(self, plan: Plan) -> None:
-        reqs, k, topk = self.reqs, self.k, self.topk
-        dec = np.asarray(plan.decodes, dtype=np.int64)
-        ctx = reqs.context(dec)
-        completing = [rid for rid, start, n in plan.chunks if start + n == reqs.input_len[rid]]
-        comp_ctx = reqs.input_len[completing].astype(float)
-        keys = float(np.minimum(ctx, topk).sum())
-        shape = StepShape(
-            num_decode=dec.size, decode_ctx=float(ctx.sum()), decode_keys=keys,
-            num_draft=dec.size + len(completing),
-            draft_ctx=float(ctx.sum() + comp_ctx.sum()),
-            draft_keys=keys + float(np.minimum(comp_ctx, topk).sum()),
-            prefill_tokens=sum(n for _, _, n in plan.chunks),
-            prefill_keys=sum(_sum_min(s + 1, s + n, topk) for _, s, n in plan.chunks),
-            prefill_pairs=sum((2 * s + n + 1) * n / 2 for _, s, n in plan.chunks),
-            prefill_reads=float(sum(s + n for _, s, n in plan.chunks)),
-            prefill_done=len(completing))
-        phases = self.cost.step(shape)
-        step_s = float(sum(float(v) for v in phases.values()))
-        if self.fresh_cost is not None:
-            fresh_s = float(sum(float(v) for v in self.fresh_cost.step(shape).values()))
-            self.log.saved_vs_fresh_s += fresh_s - step_s
-        self.log.add_one(phases, decode_only=not plan.chunks)
-        self.t += step_s
-        if dec.size:
-            marg = self.acc.marginal(ctx, self.shift[dec])
-            reqs.drafts[dec] += 1
-            if self.expected:
-                tokens = 1.0 + marg.sum(axis=1)
-                reqs.accepted[dec] += marg.sum(axis=1)
-                reqs.accepted_per_pos[dec] += marg
-            else:
-                a = draw_accepted(self.rng, marg, 1)[:, 0]
-                tokens = 1.0 + a
-                reqs.accepted[dec] += a
-                reqs.accepted_per_pos[dec] += a[:, None] > np.arange(k)
-            reqs.generated[dec] += tokens
-            for rid in dec.tolist():
-                reqs.add_itl(rid, self.t - float(reqs.last_chunk_s[rid]))
-            reqs.last_chunk_s[dec] = self.t
-        for rid, _, n in plan.chunks:
-            reqs.prefilled[rid] += n
-        if completing:
-            done = np.asarray(completing)
-            reqs.first_token_s[done] = self.t
-            reqs.last_chunk_s[done] = self.t
-            reqs.generated[done] = 1.0
-        self._finish(np.concatenate([dec, np.asarray(completing, dtype=np.int64)]))
+    def _book_itl(self, ids: np.ndarray, dec: np.ndarray, completes: np.ndarray,
+                  ends: np.ndarray, n_tr: int) -> None:
+        """Each step with prompt chunks is booked on its own (its gap runs from the request's
+        previous token); the decode-only steps after them as one run per request (its mean)."""
+        reqs, n = self.reqs, ends.size
+        # position of each request's latest token before each step, and after the last
+        marks = np.where(dec | completes, ends[None, :], np.nan)
+        last = np.fmax.accumulate(np.concatenate([reqs.last_token_at[ids][:, None], marks],
+                                                 axis=1), axis=1)
+        starts = np.arange(min(n, n_tr + 1))
+        stops = np.append(starts[1:], n)
+        count = np.add.reduceat(dec, starts, axis=1)
+        reqs.book_itl(np.repeat(ids, starts.size), last[:, starts].ravel(),
+                      last[:, stops].ravel(), count.ravel())
+        reqs.last_token_at[ids] = last[:, -1]
 
     def _finish(self, ids: np.ndarray) -> None:
         reqs = self.reqs
@@ -239,34 +249,44 @@ class Simulator:
         if not done.size:
             return
         reqs.generated[done] = reqs.output_len[done]
-        reqs.finish_s[done] = self.t
+        reqs.finish_at[done] = self.clock.pos
         self.sched.finish(set(done.tolist()))
-        self.client.on_finish(self.t, int(done.size))
+        self.client.on_finish(self._now(), int(done.size))
         self.finished += int(done.size)
 
     # ---- result ------------------------------------------------------------------------------
     def _result(self) -> Result:
         reqs, k = self.reqs, self.k
-        records = []
-        for i in range(len(reqs)):
-            per_pos = [int(round(x)) for x in reqs.accepted_per_pos[i]]
-            records.append(RequestRecord(
-                request_id=f"sim-{i}", input_len=int(reqs.input_len[i]),
-                output_len=int(reqs.output_len[i]), arrival_s=float(reqs.send_s[i]),
-                first_token_s=float(reqs.first_token_s[i]), finish_s=float(reqs.finish_s[i]),
-                itl_s=list(reqs.itl_s[i]), itl_count=list(reqs.itl_count[i]),
-                num_drafts=int(reqs.drafts[i]), num_draft_tokens=int(reqs.drafts[i]) * k,
-                num_accepted_tokens=int(round(reqs.accepted[i])), accepted_per_pos=per_pos))
+        times = self.clock.times()
+        at = (lambda x: times[x.astype(np.int64)])  # noqa: E731
+        send = at(reqs.send_at) if self.deferred else reqs.send_at
+        first, finish = at(reqs.first_token_at), at(reqs.finish_at)
         drafts = int(reqs.drafts.sum())
         counters = SpecDecodeCounters(
             drafts, drafts * k, int(round(reqs.accepted.sum())),
             [int(round(x)) for x in reqs.accepted_per_pos.sum(axis=0)])
+        duration = float(finish.max())
+        _, gaps, counts = reqs.itl_flat(times)
+        metrics = latency_metrics(reqs.input_len, reqs.output_len, send, first, finish, gaps,
+                                  counts, duration)
+        metrics.update(counters.to_bench_keys())
+        records = None
+        if self.records:
+            cols = zip(reqs.input_len.tolist(), reqs.output_len.tolist(), send.tolist(),
+                       first.tolist(), finish.tolist(), reqs.itl_runs(times), reqs.drafts.tolist(),
+                       np.rint(reqs.accepted).astype(np.int64).tolist(),
+                       np.rint(reqs.accepted_per_pos).astype(np.int64).tolist(), strict=True)
+            records = [RequestRecord(
+                request_id=f"sim-{i}", input_len=i_len, output_len=o_len, arrival_s=s_at,
+                first_token_s=f_at, finish_s=e_at, itl_s=runs[0], itl_count=runs[1],
+                num_drafts=d, num_draft_tokens=d * k, num_accepted_tokens=a,
+                accepted_per_pos=pp)
+                for i, (i_len, o_len, s_at, f_at, e_at, runs, d, a, pp) in enumerate(cols)]
         log = self.log
-        duration = float(np.nanmax(reqs.finish_s))
-        return Result.from_requests(
-            mode="simulate", policy=self.policy, requests=records, duration_s=duration,
-            counters=counters, seed=self.exp.seed, experiment=self.exp.source,
-            spec=self.exp.to_dict(),
+        return Result(
+            mode="simulate", policy=self.policy, metrics=metrics, requests=records,
+            seed=self.exp.seed, experiment=self.exp.source,
+            spec=self.exp.to_dict() if self.records else {},
             phases={p: log.totals[p] / max(log.steps, 1) for p in PHASES},
             extra={"num_steps": log.steps, "decode_only_steps": log.decode_only_steps,
                    "python_iterations": log.python_iterations,

@@ -150,7 +150,7 @@ def run_draw(exp: Experiment, draw: Draw, calibration: Any = None) -> dict[str, 
     out: dict[str, dict[str, float]] = {}
     for j, policy in enumerate(e.policies):
         e_p = e if e.uncertainty.paired else dataclasses.replace(e, seed=e.seed + 1_000_003 * j)
-        sim = Simulator(e_p, policy, None, cal)
+        sim = Simulator(e_p, policy, None, cal, records=False)
         if factors:
             sim.cost = ScaledCost(sim.cost, factors)
             if sim.fresh_cost is not None:
