@@ -58,8 +58,12 @@ def true_overlap(ctx: float, step: int) -> float:
 
 
 def make_trace(policy: str, seed: int, n_requests: int = 80, conc: int = 6,
-               cost_noise: float = 0.0, attention: bool = True) -> Trace:
-    """`attention`: record each phase's sparse-attention seconds (its per-key cost term)."""
+               cost_noise: float = 0.0, attention: bool = True,
+               kappa_steps: tuple[float, ...] | None = None, overlap_noise: float = 0.0) -> Trace:
+    """`attention`: record each phase's sparse-attention seconds (its per-key cost term).
+    `kappa_steps`: draw share's acceptance with a kappa per draft step (penalty kappa_step)
+    instead of KAPPA; `overlap_noise`: the recorded overlap scatters around the curve by this
+    (normal SD), while acceptance follows the curve's overlap."""
     rng = np.random.default_rng(seed)
     prompts = rng.integers(150, 1500, n_requests)
     outputs = rng.integers(40, 120, n_requests)
@@ -78,9 +82,11 @@ def make_trace(policy: str, seed: int, n_requests: int = 80, conc: int = 6,
                 b0, b1 = B[i]
                 p = sigmoid(b0 + b1 * math.log(ctx / CTX_REF) + shift[rid])
                 if i > 0 and policy == "share":
-                    p *= 1 - (1 - ovl[i - 1]) ** KAPPA
+                    p *= 1 - (1 - ovl[i - 1]) ** (KAPPA if kappa_steps is None else kappa_steps[i - 1])
                 ok = ok and rng.random() < p
                 acc.append(int(ok))
+            if overlap_noise:
+                ovl = [float(np.clip(o + overlap_noise * rng.standard_normal(), 0, 1)) for o in ovl]
             reqs.append(TraceRequest(str(rid), ctx, K_DRAFT, acc, [round(o, 5) for o in ovl]))
             running[rid] += sum(acc) + 1
             if running[rid] >= outputs[rid]:

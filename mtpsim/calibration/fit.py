@@ -7,6 +7,11 @@
   (1 under fresh and at step 0): b and sigma from the fresh events, then kappa from the share
   and share_recent events with them held (pooled when there is no fresh trace). Other policies
   (target_share, whose step 0 is changed too) get their own [b0, b1] per position.
+  The `kappa_step` form (mtpsim.models.penalty) is fitted too, the same way, with one kappa per
+  draft step and the overlap taken from the fitted overlap curve at the event's context and
+  top-k (what the simulator feeds in) rather than the event's own: an event's own overlap also
+  marks how hard that draft was (low-overlap drafts are rejected more under any policy), which
+  made the per-event fit attribute too much to the overlap and miss the per-position penalty.
 - Overlap: least squares of the recorded overlap per reuse policy and draft step on
   `c = sigmoid(u0 + u1 ln(L/K))` through mtpsim.models.overlap's formula.
 - Step cost: non-negative least squares of each phase's measured seconds on the features of
@@ -38,7 +43,7 @@ from mtpsim.calibration.schema import (
 )
 from mtpsim.models.acceptance import keep_factor
 from mtpsim.models.cost import KEY_FEATURES, StepQuantities, cost_features
-from mtpsim.models.overlap import agreement_curve, overlap_from_agreement
+from mtpsim.models.overlap import agreement_curve, fitted_agreement, overlap_from_agreement
 from mtpsim.policies import BASELINE, policies_where, traits
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace
@@ -59,12 +64,14 @@ class Events:
     ovl: list[float] = field(default_factory=list)
     y: list[int] = field(default_factory=list)
     req: list[int] = field(default_factory=list)
+    topk: list[int] = field(default_factory=list)
 
     def arrays(self, mask_policies: Sequence[str]) -> dict[str, np.ndarray]:
         keep = np.isin(np.asarray(self.policy), list(mask_policies))
         return {"pos": np.asarray(self.pos)[keep], "ctx": np.asarray(self.ctx, float)[keep],
                 "ovl": np.asarray(self.ovl, float)[keep], "y": np.asarray(self.y, float)[keep],
-                "req": np.asarray(self.req)[keep]}
+                "req": np.asarray(self.req)[keep], "topk": np.asarray(self.topk, float)[keep],
+                "policy": np.asarray(self.policy)[keep]}
 
 
 def acceptance_events(traces: Sequence[Trace]) -> Events:
@@ -86,18 +93,38 @@ def acceptance_events(traces: Sequence[Trace]) -> Events:
                     ev.ovl.append(o)
                     ev.y.append(int(r.accepted[i]))
                     ev.req.append(rid)
+                    ev.topk.append(tr.index_topk)
     return ev
 
 
+def curve_overlap(d: dict[str, np.ndarray], ov: OverlapFit) -> np.ndarray:
+    """Each event's overlap from the fitted overlap curve at its context, step and top-k (1 at
+    step 0, where the policy runs the indexer, and for a policy without a fitted curve)."""
+    out = np.ones(d["pos"].size)
+    for p in np.unique(d["policy"]):
+        if p not in ov.policies:
+            continue
+        for s in np.unique(d["pos"]):
+            m = (d["policy"] == p) & (d["pos"] == s)
+            if s == 0 or traits(str(p)).runs_indexer(int(s)) or not m.any():
+                continue
+            c = fitted_agreement(ov, str(p), d["ctx"][m], int(s), d["topk"][m])
+            out[m] = overlap_from_agreement(str(p), d["ctx"][m], int(s), d["topk"][m], c)
+    return out
+
+
 def _neg_loglik(theta: np.ndarray, d: dict[str, np.ndarray], k: int, x: np.ndarray,
-                with_kappa: bool, nodes: np.ndarray, weights: np.ndarray, n_req: int) -> float:
+                with_kappa: bool, nodes: np.ndarray, weights: np.ndarray, n_req: int,
+                keep: np.ndarray | None = None) -> float:
+    """Minus the marginal log-likelihood; the keep factor is kappa's (theta's last entry) or,
+    given, `keep` per event."""
     b0, b1 = theta[:k], theta[k:2 * k]
     sigma = math.exp(theta[2 * k])
-    g = 1.0
-    if with_kappa:
+    g = keep
+    if with_kappa and g is None:
         g = keep_factor(np.clip(d["ovl"], 0.0, 1.0), math.exp(theta[2 * k + 1]))
     eta = (b0[d["pos"]] + b1[d["pos"]] * x)[:, None] + math.sqrt(2.0) * sigma * nodes[None, :]
-    p = np.clip(g[:, None] / (1.0 + np.exp(-eta)) if with_kappa else 1.0 / (1.0 + np.exp(-eta)),
+    p = np.clip(g[:, None] / (1.0 + np.exp(-eta)) if g is not None else 1.0 / (1.0 + np.exp(-eta)),
                 1e-9, 1 - 1e-9)
     y = d["y"][:, None]
     ll = y * np.log(p) + (1 - y) * np.log1p(-p)  # [E, J]
@@ -164,6 +191,46 @@ def _fit_kappa(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float, ctx_ref
     return math.exp(float(sol.x))
 
 
+def _fit_kappa_steps(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float,
+                     ctx_ref: float) -> list[float]:
+    """ML kappa per draft step 1..k-1 (penalty `kappa_step`) for reuse-policy events whose
+    `ovl` is the curve's overlap, curves and spread held fixed. A step without events takes the
+    previous step's kappa."""
+    k = rows.shape[0]
+    x = np.log(d["ctx"] / ctx_ref)
+    nodes, weights = np.polynomial.hermite.hermgauss(GH_NODES)
+    _, req = np.unique(d["req"], return_inverse=True)
+    d = {**d, "req": req}
+    n_req = int(req.max()) + 1 if req.size else 0
+    head = np.concatenate([rows[:, 0], rows[:, 1], [math.log(max(sigma, 1e-4))]])
+    o = np.clip(d["ovl"], 0.0, 1.0)
+    steps = [s for s in range(1, k) if np.any((d["pos"] == s) & (o < 1.0))]
+    lo, hi = math.log(0.05), math.log(1e4)
+
+    def f(log_kappas: np.ndarray) -> float:
+        kap = np.ones(k)
+        kap[steps] = np.exp(log_kappas)
+        return _neg_loglik(head, d, k, x, False, nodes, weights, n_req,
+                           keep=keep_factor(o, kap[d["pos"]]))
+
+    if not steps:
+        return []
+    # (1 - o) ** kappa flattens for large kappa: a grid per step (the others at the grid's best
+    # common value) brackets each before the joint bounded fit
+    grid = np.linspace(lo, hi, 25)
+    common = grid[int(np.argmin([f(np.full(len(steps), g)) for g in grid]))]
+    start = np.full(len(steps), common)
+    for j in range(len(steps)):
+        trial = [f(np.concatenate([start[:j], [g], start[j + 1:]])) for g in grid]
+        start[j] = grid[int(np.argmin(trial))]
+    sol = minimize(f, start, method="L-BFGS-B", bounds=[(lo, hi)] * len(steps))
+    fitted = dict(zip(steps, np.exp(sol.x).tolist(), strict=True))
+    out: list[float] = []
+    for s in range(1, k):
+        out.append(fitted.get(s, out[-1] if out else float(np.exp(common))))
+    return out
+
+
 def _acceptance_report(ev: Events, cal_predict, k: int) -> dict:
     """Observed vs predicted conditional rate per policy, position and context bin; R^2 over
     the bins (weighted by events) and the mean absolute residual in points."""
@@ -172,6 +239,8 @@ def _acceptance_report(ev: Events, cal_predict, k: int) -> dict:
     for p in sorted(set(ev.policy)):
         d = ev.arrays([p])
         pred = cal_predict(p, d)
+        if pred is None:
+            continue
         edges = np.quantile(d["ctx"], np.linspace(0, 1, CONTEXT_BINS + 1))
         cells, obs, fit, w = [], [], [], []
         for i in range(k):
@@ -202,7 +271,16 @@ def _acceptance_report(ev: Events, cal_predict, k: int) -> dict:
     return out
 
 
-def fit_acceptance(traces: Sequence[Trace]) -> AcceptanceFit:
+def _base_events(ev: Events, pooled: Sequence[str]) -> dict[str, np.ndarray]:
+    """Events the base curves describe as they are: every fresh event, and position 0 of the
+    pooled reuse policies (their draft step 0 is fresh's computation)."""
+    d = ev.arrays(pooled)
+    keep = (d["policy"] == BASELINE) | (d["pos"] == 0)
+    return {n: v[keep] for n, v in d.items()}
+
+
+def fit_acceptance(traces: Sequence[Trace], overlap: OverlapFit | None = None) -> AcceptanceFit:
+    """The acceptance fit; `overlap` (else fitted here) gives the kappa_step form its overlaps."""
     ev = acceptance_events(traces)
     if not ev.y:
         raise CalibrationError(None, "traces", "expected verified drafts in the traces (none found)")
@@ -218,7 +296,7 @@ def fit_acceptance(traces: Sequence[Trace]) -> AcceptanceFit:
             # two stages: the curves and spread from fresh alone, then kappa from the reuse
             # policies with those held fixed, so a misfit of the overlap link cannot bend the
             # fresh curves (pooled, it did: fresh position 1 fitted 3 points above its rate)
-            base_rows, sigma, _ = _fit_logistic(ev.arrays([BASELINE]), k, ctx_ref, False)
+            base_rows, sigma, _ = _fit_logistic(_base_events(ev, pooled), k, ctx_ref, False)
             kappa = _fit_kappa(ev.arrays([p for p in pooled if p != BASELINE]), base_rows, sigma,
                                ctx_ref)
         else:
@@ -232,19 +310,37 @@ def fit_acceptance(traces: Sequence[Trace]) -> AcceptanceFit:
     if base_rows is None:  # no fresh-like policy: the base is the first own fit
         base_rows = np.asarray(next(iter(own.values())))
 
-    def predict(policy: str, d: dict[str, np.ndarray]) -> np.ndarray:
+    kappa_steps = None
+    if kappa is not None:
+        ov = overlap if overlap is not None else fit_overlap(traces)
+        reuse = [p for p in pooled if traits(p).reuses_own_row]
+        d = ev.arrays(reuse)
+        d["ovl"] = curve_overlap(d, ov)
+        kappa_steps = _fit_kappa_steps(d, np.asarray(base_rows), sigma, ctx_ref) or None
+
+    def predict(policy: str, d: dict[str, np.ndarray], steps: bool = False) -> np.ndarray | None:
         # mean over the request spread: E[sigmoid(eta + u)] by quadrature
         rows = np.asarray(own.get(policy, base_rows))
         x = np.log(d["ctx"] / ctx_ref)
         nodes, weights = np.polynomial.hermite.hermgauss(GH_NODES)
         eta = (rows[d["pos"], 0] + rows[d["pos"], 1] * x)[:, None] + math.sqrt(2) * sigma * nodes
         a = (1 / (1 + np.exp(-eta))) @ weights / math.sqrt(math.pi)
-        if traits(policy).reuses_own_row and kappa is not None:
+        if not traits(policy).reuses_own_row or policy in own:
+            return None if steps else a
+        if steps:
+            if kappa_steps is None:
+                return None
+            kap = np.asarray([1.0, *kappa_steps])[d["pos"]]
+            return a * keep_factor(np.clip(curve_overlap(d, ov), 0, 1), kap)
+        if kappa is not None:
             a = a * keep_factor(np.clip(d["ovl"], 0, 1), kappa)
         return a
 
     report = _acceptance_report(ev, predict, k)
-    return AcceptanceFit(ctx_ref, np.asarray(base_rows).tolist(), kappa, sigma, own, report)
+    for p, rep in _acceptance_report(ev, lambda p, d: predict(p, d, steps=True), k).items():
+        report[p]["kappa_step"] = rep  # type: ignore[index]
+    return AcceptanceFit(ctx_ref, np.asarray(base_rows).tolist(), kappa, sigma, own, report,
+                         kappa_steps)
 
 
 def fit_overlap(traces: Sequence[Trace]) -> OverlapFit:
@@ -433,9 +529,10 @@ def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = ()) -> Calibrat
                      "requests": len({r.id for st in tr.steps for r in st.requests}),
                      "device": tr.meta.get("device"), "threads": tr.meta.get("threads"),
                      "weights": tr.meta.get("weights"), "experiment": tr.meta.get("experiment")})
+    overlap = fit_overlap(traces)
     return Calibration(
-        engine=",".join(sorted(engines)), sources=srcs, acceptance=fit_acceptance(traces),
-        overlap=fit_overlap(traces), cost=fit_cost(traces),
+        engine=",".join(sorted(engines)), sources=srcs, acceptance=fit_acceptance(traces, overlap),
+        overlap=overlap, cost=fit_cost(traces),
         ranges={"context_len": [float(min(ctx, default=0)), float(max(ctx, default=0))],
                 "num_reqs": [float(min(batch, default=0)), float(max(batch, default=0))],
                 "k": sorted({float(tr.num_speculative_tokens) for tr in traces}),

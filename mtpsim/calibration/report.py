@@ -42,8 +42,10 @@ def _f(x: float | None, fmt: str = ".3f") -> str:
 def acceptance_fit_table(cal: Calibration) -> Table:
     a = cal.acceptance
     kappa = "-" if a.kappa is None else f"{a.kappa:.3g}"
+    steps = "" if not a.kappa_steps else (
+        "; per draft step (penalty kappa_step) " + " / ".join(f"{x:.3g}" for x in a.kappa_steps))
     t = Table(title=f"Acceptance fit: conditional rate per position (L_ref {a.context_ref:.0f}, "
-              f"request spread sigma {a.sigma:.2f}, overlap->acceptance kappa {kappa})",
+              f"request spread sigma {a.sigma:.2f}, overlap->acceptance kappa {kappa}{steps})",
               title_justify="left")
     for col in ("Policy", "Pos", "Events", "Observed", "Fitted", "b0", "b1 (per ln L)"):
         t.add_column(col, justify="left" if col == "Policy" else "right")
@@ -54,9 +56,14 @@ def acceptance_fit_table(cal: Calibration) -> Table:
             b0, b1 = rows[min(i, len(rows) - 1)]
             t.add_row(policy if j == 0 else "", str(i), str(pp["n"]), f"{100 * pp['observed']:.2f}%",
                       f"{100 * pp['predicted']:.2f}%", f"{b0:+.3f}", f"{b1:+.3f}")
+        alt = rep.get("kappa_step")
         t.add_row("", "bins", str(rep.get("events", "")), "", "",
                   f"R² {_f(rep.get('r2'), '.2f')}",
-                  f"|res| {_f(rep.get('mean_abs_residual_pts'), '.2f')} pts", end_section=True)
+                  f"|res| {_f(rep.get('mean_abs_residual_pts'), '.2f')} pts", end_section=not alt)
+        if alt:  # the per-step form, on the fitted overlap curve
+            fitted = " / ".join(f"{100 * pp['predicted']:.1f}" for pp in alt.get("per_position", []))
+            t.add_row("", "kappa_step", "", "", f"{fitted} %", f"R² {_f(alt.get('r2'), '.2f')}",
+                      f"|res| {_f(alt.get('mean_abs_residual_pts'), '.2f')} pts", end_section=True)
     return t
 
 

@@ -3,6 +3,7 @@
     {"format": "mtpsim-calibration", "version": 1, "mtpsim_version": "0.1.0", "engine": "reference",
      "created": "2026-11-29T10:40:00Z", "sources": [{"path": ..., "policy": "fresh", "k": 4, ...}],
      "acceptance": {"context_ref": 700.0, "base": [[b0, b1], ...], "kappa": 40.0, "sigma": 0.8,
+                    "kappa_steps": [4.5, 4.0, 3.2],
                     "policies": {"target_share": [[b0, b1], ...]}, "report": {...}},
      "overlap": {"policies": {"share": [[u0, u1], ...]}, "report": {...}},
      "cost": {"gap_s": 8e-05, "phases": {"verify": {"features": [...], "coef": [...],
@@ -12,7 +13,9 @@
 Models (mtpsim.models): conditional acceptance at draft position i and context L is
 `sigmoid(b0_i + b1_i * ln(L / context_ref) + u) * (1 - (1 - o_i) ** kappa)`, u ~ N(0, sigma) per
 request (top-k enters only through the overlap: one calibrated top-k says nothing more), o_i the
-policy's top-k overlap at draft step i (1 for `fresh` and at step 0); policies
+policy's top-k overlap at draft step i (1 for `fresh` and at step 0); with `acceptance.penalty =
+"kappa_step"` the simulator uses `kappa_steps[i - 1]` (one kappa per draft step >= 1, optional:
+files fitted before it lack it) in place of `kappa`; policies
 listed under `acceptance.policies` use their own [b0, b1] instead. Overlap at draft step s >= 1:
 agreement beyond chance `c = sigmoid(u0_s + u1_s * ln(L / K))`, fed through the formulas of
 mtpsim.models.overlap. Step cost: each phase is `coef . features` (seconds), plus `gap_s` per step.
@@ -47,6 +50,8 @@ class AcceptanceFit:
     sigma: float  # between-request spread (logit SD)
     policies: dict[str, list[list[float]]] = field(default_factory=dict)  # fitted on their own
     report: dict[str, Any] = field(default_factory=dict)
+    # penalty "kappa_step": kappa per draft step 1..k-1, fitted against the fitted overlap curve
+    kappa_steps: list[float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +175,14 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
     if sigma is None or not 0 <= sigma <= 10 or (kappa is not None and not 0 < kappa <= 1e6):
         raise rd.fail("acceptance.sigma", "expected sigma in [0, 10] and kappa in (0, 1e6] "
                       "(or null)")
+    kappa_steps = acc.get("kappa_steps")
+    if kappa_steps is not None:
+        if not (isinstance(kappa_steps, list) and len(kappa_steps) == len(base) - 1 and all(
+                isinstance(x, int | float) and not isinstance(x, bool) and 0 < x <= 1e6
+                for x in kappa_steps)):
+            raise rd.fail("acceptance.kappa_steps", f"expected {len(base) - 1} numbers in "
+                          f"(0, 1e6] (one per draft step 1..k-1), or null; got {_short(kappa_steps)}")
+        kappa_steps = [float(x) for x in kappa_steps]
     pol = rd.table(acc, "policies", "acceptance.")
     policies = {str(p): rd.rows(v, f"acceptance.policies.{p}", 2) for p, v in pol.items()}
     ctx_ref = rd.num(acc, "context_ref", "acceptance.")
@@ -220,7 +233,7 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
     return Calibration(
         engine=str(obj.get("engine", "")), sources=sources,
         acceptance=AcceptanceFit(float(ctx_ref), base, kappa, float(sigma), policies,
-                                 rd.report(acc, "acceptance.")),
+                                 rd.report(acc, "acceptance."), kappa_steps),
         overlap=overlap, cost=CostFit(phases, float(gap), rd.report(cost, "cost.")),
         ranges={str(k): list(v) for k, v in ranges.items() if isinstance(v, list)},
         created=str(obj.get("created", "")), mtpsim_version=str(obj.get("mtpsim_version", "?")),

@@ -2,11 +2,12 @@
 
 Conditional rates a_i = P(draft i accepted | drafts 0..i-1 accepted). A policy that reuses a row
 multiplies each a_i by the share of the "critical" attention entries its selection keeps,
-    a_i' = a_i * (1 - (1 - o_i) ** kappa)                               (`keep_factor`)
-o_i being the overlap with the fresh selection at draft step i (mtpsim.models.overlap). The form
-says: a draft survives if at least one of kappa equally likely evidence positions stays
-selected; a large kappa makes acceptance robust to moderate overlap loss and collapse only when
-the overlap is small (target_share at long context).
+    a_i' = a_i * (1 - (1 - o_i) ** kappa_i)                             (`keep_factor`)
+o_i being the overlap with the fresh selection at draft step i (mtpsim.models.overlap) and
+kappa_i one kappa for every step (`penalty = "kappa"`) or one per step (`"kappa_step"`;
+mtpsim.models.penalty). The form says: a draft survives if at least one of kappa equally likely
+evidence positions stays selected; a large kappa makes acceptance robust to moderate overlap
+loss and collapse only when the overlap is small (target_share at long context).
 
 Two parameter forms:
 - `AcceptanceModel` (spec): the sharing-off table (or a measured table for the policy), kappa,
@@ -28,6 +29,7 @@ import numpy as np
 
 from mtpsim.models.overlap import OverlapParams, fitted_agreement, overlap, overlap_from_agreement
 from mtpsim.models.overlap import sigmoid as _sigmoid
+from mtpsim.models.penalty import fitted_kappa, keep_factor, parametric_kappa
 from mtpsim.policies import traits
 
 if TYPE_CHECKING:
@@ -35,11 +37,6 @@ if TYPE_CHECKING:
     from mtpsim.spec import Experiment
 
 Num = float | np.ndarray
-
-
-def keep_factor(overlap: Num, kappa: float) -> Num:
-    """Share of a draft's acceptance a selection with `overlap` keeps: 1 - (1 - o) ** kappa."""
-    return 1.0 - (1.0 - overlap) ** kappa
 
 
 # ---- parametric (spec) ------------------------------------------------------------------------
@@ -57,6 +54,8 @@ class AcceptanceModel:
     kappa: float
     sigma: float
     offset: np.ndarray  # [k] logit offsets that keep the draft-weighted aggregate at the input
+    penalty: str = "kappa"  # mtpsim.models.penalty
+    kappa_step_exponent: float = 0.0  # kappa_s = kappa * s ** this (penalty "kappa_step")
 
     @classmethod
     def from_experiment(cls, exp: Experiment, policy: str) -> AcceptanceModel:
@@ -69,7 +68,8 @@ class AcceptanceModel:
                           float)
         return cls(policy, cond, measured is None, exp.index_topk,
                    a.overlap_agreement, a.overlap_step_exponent, a.target_agreement,
-                   a.critical_entries, a.request_sigma, spread_offsets(cond, a.request_sigma))
+                   a.critical_entries, a.request_sigma, spread_offsets(cond, a.request_sigma),
+                   a.penalty, a.critical_step_exponent)
 
     @property
     def k(self) -> int:
@@ -90,7 +90,8 @@ class AcceptanceModel:
             if t.runs_indexer(i):  # selects as fresh: keeps all (kappa > 0), factor exactly 1
                 continue
             o = overlap(self.policy, context, i, self.topk, params)
-            out[:, i] = keep_factor(o, self.kappa)
+            out[:, i] = keep_factor(o, parametric_kappa(self.penalty, i, self.kappa,
+                                                        self.kappa_step_exponent))
         return out
 
     def marginal(self, context: np.ndarray, request_shift: np.ndarray | None = None) -> np.ndarray:
@@ -174,23 +175,28 @@ class FittedAcceptance:
     """Conditional acceptance per draft position from a calibration (AcceptanceModel's interface).
 
     Positions beyond the calibrated k reuse the last position's curve (an extrapolation,
-    reported by `extrapolated`)."""
+    reported by `extrapolated`). `penalty` picks the fitted overlap -> acceptance link."""
 
     cal: Calibration
     policy: str
     k: int
     topk: int
+    penalty: str = "kappa"
 
     def __post_init__(self) -> None:
         from mtpsim.calibration.schema import CalibrationError
 
         t = traits(self.policy)
-        if not t.step0_as_fresh and self.policy not in self.cal.acceptance.policies:
+        a = self.cal.acceptance
+        if not t.step0_as_fresh and self.policy not in a.policies:
             raise CalibrationError(self.cal.path, f"acceptance.policies.{self.policy}",
                                    f"missing: no trace of policy {self.policy!r} was fitted")
-        if t.reuses_own_row and self.cal.acceptance.kappa is None:
-            raise CalibrationError(self.cal.path, "acceptance.kappa",
-                                   f"missing: {self.policy!r} needs a trace of a reuse policy")
+        if t.reuses_own_row and fitted_kappa(self.penalty, 1, a.kappa, a.kappa_steps) is None:
+            field = "kappa_steps" if self.penalty == "kappa_step" else "kappa"
+            hint = (" (a file fitted before the kappa_step form: refit it with mtpsim simulate "
+                    "--trace ... --save-calibration)" if field == "kappa_steps" and a.kappa else "")
+            raise CalibrationError(self.cal.path, f"acceptance.{field}",
+                                   f"missing: {self.policy!r} needs a trace of a reuse policy{hint}")
 
     @property
     def sigma(self) -> float:
@@ -218,7 +224,9 @@ class FittedAcceptance:
             a = _sigmoid(b0 + b1 * x + shift)
             if linked and not t.runs_indexer(i):
                 o = fitted_overlap(self.cal, self.policy, context, i, self.topk)
-                a = a * keep_factor(o, float(self.cal.acceptance.kappa))  # type: ignore[arg-type]
+                kappa = fitted_kappa(self.penalty, i, self.cal.acceptance.kappa,
+                                     self.cal.acceptance.kappa_steps)
+                a = a * keep_factor(o, float(kappa))  # type: ignore[arg-type]
             out[:, i] = a
         return out
 

@@ -56,7 +56,7 @@ def sim_models(exp: Experiment, policy: str,
                                    f"{', '.join(str(int(t)) for t in seen) or 'none'})")
         topk = int(seen[0])
     k = exp.k
-    return SimModels(FittedAcceptance(calibration, policy, k, topk),
+    return SimModels(FittedAcceptance(calibration, policy, k, topk, exp.acceptance.penalty),
                      FittedCost(calibration, policy, k, topk),
                      None if policy == BASELINE else FittedCost(calibration, BASELINE, k, topk),
                      topk)

@@ -159,6 +159,12 @@ class AcceptanceSpec:
                                      in_range(0, 1))
     critical_entries: float = option(8.0, "kappa in a' = a * (1 - (1 - overlap)**kappa)",
                                      greater_than(0))
+    penalty: str = option("kappa", "overlap -> acceptance link: kappa (one kappa at every draft "
+                          "step) or kappa_step (a kappa per step: critical_entries * "
+                          "s**critical_step_exponent, or a calibration's per-step fit)",
+                          one_of("kappa", "kappa_step"))
+    critical_step_exponent: float = option(0.0, "penalty kappa_step: kappa at draft step s is "
+                                           "critical_entries * s**this", in_range(-10, 10))
     policy_rates: dict[str, tuple[float, ...]] = option(
         {}, "measured per-position rates that replace the model for a policy",
         each(each(in_range(0, 1))))
