@@ -42,6 +42,7 @@ SECTIONS: dict[str, type] = {
     "uncertainty": UncertaintySpec,
 }
 TOP_LEVEL = ("description", "seed", "policies")
+PRESET_EXTRAS = ("acceptance", "uncertainty")  # sections a model preset may give defaults for
 OVERRIDE_SOURCE = "--set"
 MAX_SPEC_BYTES = 4 * MiB
 
@@ -168,11 +169,21 @@ def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
             raise SpecError(src, key, "unknown section or key; expected one of "
                             f"{', '.join([*SECTIONS, *TOP_LEVEL])}")
     built: dict[str, Any] = {}
+    # a model preset may also carry [acceptance] and [uncertainty] defaults for that model (the
+    # deepseek-v3.2 preset's priors); below the experiment file, priors merged key by key
+    model_extras: dict[str, dict[str, Any]] = {}
+    model_file: Path | None = None
     for section, cls in SECTIONS.items():
         table = raw.get(section, {})
         if not isinstance(table, dict):
             raise SpecError(source, section, "expected a table ([section])")
         preset_file, preset_keys = None, set()
+        if section in model_extras and model_file is not None:
+            extra = model_extras[section]
+            if "priors" in extra and isinstance(table.get("priors"), dict):
+                table = {**table, "priors": {**extra["priors"], **table["priors"]}}
+            preset_file, preset_keys = model_file, {k for k in extra if k not in table}
+            table = {**extra, **table}
         if section in ("model", "hardware"):
             kind = "models" if section == "model" else "gpus"
             name = table.get("preset", cls().preset)
@@ -185,6 +196,11 @@ def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
                                     f"{', '.join(available_presets(kind))}, got {name!r}")
                 preset_file = PRESETS_DIR / kind / f"{name}.toml"
                 preset = read_toml(preset_file, "preset")
+                if section == "model":
+                    model_file = preset_file
+                    for extra in PRESET_EXTRAS:
+                        if isinstance(preset.get(extra), dict):
+                            model_extras[extra] = preset.pop(extra)
                 preset_keys = set(preset) - set(table)
                 table = {**preset, **table}
         built[section] = build_section(cls, table, section,

@@ -73,6 +73,11 @@ PARAMS: dict[str, Param] = {
         "scale:draft_decode_indexer", 0.0, 1e4, "loguniform(0.5, 16)",
         "assumed, wide: the roofline finds ~41 µs per step; the PR's +0.66 % would need ~0.5 ms",
         calibrated_by_file=True),
+    # acts only with acceptance.penalty = "kappa_step"; not drawn unless a spec or preset sets it
+    "critical_step_exponent": Param(
+        "acceptance.critical_step_exponent", -10.0, 10.0, "fixed",
+        "reference-engine fits (docs/simulator.md, transfer); the deepseek-v3.2 preset sets a range",
+        calibrated_by_file=True),
 }
 DISTRIBUTIONS = ("uniform", "loguniform", "normal", "fixed")
 _CALL = re.compile(r"^\s*([a-z_]+)\s*(?:\((.*)\))?\s*$")
