@@ -3,7 +3,8 @@ kappa) or `kappa_step` (a kappa per draft step), on the calibration traces and o
 
     python benchmarks/penalty_model.py --traces runs/heldout/calibrate \\
         --heldout experiments/reference-cpu.toml=docs/data/reference-cpu \\
-        --heldout experiments/heldout/k2-conc4.toml=runs/heldout/k2-conc4/real --boot 40
+        --heldout experiments/heldout/k2-conc4.toml=runs/heldout/k2-conc4/real \\
+        --campaign docs/campaign/base --boot 40
 
 1. Fit (mtpsim.calibration.fit) to the traces (a folder is searched for *.trace.jsonl). Rounds
    whose tokens repeat an earlier trace of the same policy (the reference engine's seeded rounds)
@@ -193,6 +194,32 @@ def heldout(cal: Calibration, exp_path: str, real_dir: Path) -> dict[str, Any]:
     return {"experiment": exp_path, "real": str(real_dir), "requests": rep.num_requests, "positions": out}
 
 
+def campaign(cal: Calibration, folder: Path) -> list[dict[str, Any]]:
+    """Held out too: the acceptance campaign's fresh/share cells (benchmarks/campaign_acceptance.py;
+    other contexts, k 3, batch 6), predicted from the calibration's expected marginal rates over
+    the cell's contexts (prompt .. prompt + output)."""
+    store = json.loads((folder / "acceptance.json").read_text())
+    args, out = store["args"], []
+    for row in store["summary"]:
+        if row["policy"] != "share":
+            continue
+        L = row["context"]
+        ctx = np.linspace(L, L + args["output_len"], 9)
+        pred = {}
+        for form in FORMS:
+            m = {p: FittedAcceptance(cal, p, args["k"], args["topk"], form).marginal(ctx).mean(axis=0)
+                 for p in ("fresh", "share")}
+            pred[form] = 100 * (m["share"] - m["fresh"])
+        for pos in row["positions"][1:]:  # 1-based positions 2.. = draft steps >= 1
+            i = pos["pos"] - 1
+            out.append({"context": L, "temperature": row["temperature"], "pos": i, "real": pos["diff"],
+                        "lo": pos["diff_lo"], "hi": pos["diff_hi"], "requests": row["requests"],
+                        **{form: float(pred[form][i]) for form in FORMS},
+                        **{f"{form}_within": bool(pos["diff_lo"] <= pred[form][i] <= pos["diff_hi"])
+                           for form in FORMS}})
+    return out
+
+
 def ci(values: list[float]) -> tuple[float, float]:
     lo, hi = np.percentile(values, [2.5, 97.5])
     return float(lo), float(hi)
@@ -202,6 +229,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", type=Path, nargs="+", required=True)
     ap.add_argument("--heldout", action="append", default=[], metavar="EXP=DIR")
+    ap.add_argument("--campaign", type=Path, action="append", default=[],
+                    help="an acceptance-campaign folder of the same model size (held out)")
     ap.add_argument("--boot", type=int, default=40, help="bootstrap refits for the CIs (0: none)")
     ap.add_argument("--sims", type=int, default=100, help="data sets for the R² ceiling")
     ap.add_argument("--seed", type=int, default=0)
@@ -230,6 +259,7 @@ def main() -> None:
         if not sep:
             sys.exit(f"--heldout {pair!r}: expected EXP.toml=RESULT_DIR")
         res["heldout"].append(heldout(cal, exp, Path(real)))
+    res["campaign"] = [{"folder": str(f), "cells": campaign(cal, f)} for f in a.campaign]
     if a.out:
         atomic_write_json(a.out, res)
     if a.json:
@@ -264,6 +294,13 @@ def print_report(res: dict[str, Any]) -> None:
                 print(f"    pos {p['pos']}: real {p['real']:+.2f} [{p['lo']:+.2f}, {p['hi']:+.2f}]   "
                       f"kappa {p['kappa']:+.2f} ({'yes' if p['kappa_within'] else 'no'})   "
                       f"kappa_step {p['kappa_step']:+.2f} ({'yes' if p['kappa_step_within'] else 'no'})")
+    for c in res.get("campaign", []):
+        print(f"  {c['folder']} (acceptance campaign; T = 0 is outside the calibration's T = 1)")
+        for p in c["cells"]:
+            print(f"    L {p['context']}, T {p['temperature']:g}, pos {p['pos']}: real {p['real']:+.2f} "
+                  f"[{p['lo']:+.2f}, {p['hi']:+.2f}]   kappa {p['kappa']:+.2f} "
+                  f"({'yes' if p['kappa_within'] else 'no'})   kappa_step {p['kappa_step']:+.2f} "
+                  f"({'yes' if p['kappa_step_within'] else 'no'})")
 
 
 if __name__ == "__main__":
