@@ -18,7 +18,7 @@ import numpy as np
 # measurement -> the parameters it pins
 GROUPS: dict[str, tuple[str, ...]] = {
     "acceptance trace": ("critical_entries", "overlap_agreement", "overlap_step_exponent",
-                         "target_agreement", "request_sigma"),
+                         "target_agreement", "request_sigma", "critical_step_exponent"),
     "draft-step phase timing": ("indexer_cost", "kernel_floor_us"),
     "sharing-off row": ("mem_efficiency", "compute_efficiency", "comm_efficiency",
                         "overhead_ms", "eager_overhead_ms"),
