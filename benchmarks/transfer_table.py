@@ -288,6 +288,26 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _without_replicates(x: Any) -> Any:
+    """The result with each list of bootstrap replicates replaced by its 95 % CI (`ci95`: [lo, hi],
+    or [[lo per field], [hi per field]] for replicates of several fields)."""
+    if isinstance(x, dict):
+        return {("ci95" if k == "boot" else k): (_ci95(v) if k == "boot" else _without_replicates(v))
+                for k, v in x.items()}
+    if isinstance(x, list):
+        return [_without_replicates(v) for v in x]
+    return x
+
+
+def _ci95(reps: list) -> list:
+    if not reps:
+        return []
+    if isinstance(reps[0], list | tuple):
+        cols = [ci(list(col)) for col in zip(*reps, strict=True)]
+        return [[c[0] for c in cols], [c[1] for c in cols]]
+    return list(ci(reps))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dirs", type=Path, nargs="+", help="campaign folders, one per size")
@@ -314,9 +334,10 @@ def main() -> None:
         x = imp["agreement_step_exponent"]
         md += f"- agreement step exponent (c_2 = c_1^(2^x)): {x[0]:.2f}-{x[1]:.2f}\n"
     for s, v in sorted(imp["kappa"].items()):
-        md += f"- kappa_{s}: {v[0]:.2f}-{v[1]:.3g}\n"
+        hi = "unbounded (no penalty resolved)" if v[1] >= KAPPA_MAX / 10 else f"{v[1]:.3g}"
+        md += f"- kappa_{s}: {v[0]:.2f} to {hi}\n"
     if a.out:
-        atomic_write_json(a.out.with_suffix(".json"), res)
+        atomic_write_json(a.out.with_suffix(".json"), _without_replicates(res))
         atomic_write_text(a.out.with_suffix(".md"), md)
     print(md)
 
