@@ -235,14 +235,35 @@ def _fmt_ci(v: float, lohi: tuple[float, float] | None, fmt: str = ".2f") -> str
     return f"{val} [{lohi[0]:{fmt}}, {hi}]"
 
 
+def trend(points: list[tuple[float, float, tuple[float, float]]]) -> str:
+    """(params, value, CI) per measured size -> the change per 10x parameters from the smallest to
+    the largest size, and whether every pair of CIs overlaps."""
+    if len(points) < 2:
+        return "one size: no trend"
+    points = sorted(points)
+    if any(ci_[1] >= KAPPA_MAX / 10 or v >= KAPPA_MAX / 10 for _, v, ci_ in points):
+        return "CIs open above: no trend readable"
+    (p0, v0, _), (p1, v1, _) = points[0], points[-1]
+    stable = max(c[0] for _, _, c in points) <= min(c[1] for _, _, c in points)
+    return (f"{(v1 - v0) / math.log10(p1 / p0):+.2f} per 10x params; "
+            + ("CIs overlap" if stable else "**not stable** (CIs disjoint)"))
+
+
 def markdown(res: dict[str, Any]) -> str:
     lines = ["| parameter | " + " | ".join(
-        f"{n} ({r['params'] / 1e6:.2f} M)" if r.get("params") else n for n, r in res["sizes"].items()) + " |",
-        "|---|" + "---|" * len(res["sizes"])]
+        f"{n} ({r['params'] / 1e6:.2f} M)" if r.get("params") else n for n, r in res["sizes"].items())
+        + " | trend with size |", "|---|" + "---|" * (len(res["sizes"]) + 1)]
     names = list(res["sizes"])
 
-    def row(label: str, cell) -> None:
-        lines.append(f"| {label} | " + " | ".join(cell(res["sizes"][n]) for n in names) + " |")
+    def row(label: str, cell, value=None) -> None:
+        pts = []
+        for n in names:
+            r = res["sizes"][n]
+            got = value(r) if value is not None and r.get("params") else None
+            if got is not None:
+                pts.append((float(r["params"]), got[0], got[1]))
+        tr = trend(pts) if value is not None else ""
+        lines.append(f"| {label} | " + " | ".join(cell(res["sizes"][n]) for n in names) + f" | {tr} |")
 
     for s in (1, 2):
         for key in ("u0", "u1"):
@@ -252,7 +273,14 @@ def markdown(res: dict[str, Any]) -> str:
                     return "not measured"
                 p = o["steps"][s]
                 return _fmt_ci(p[key], ci([b[0 if key == "u0" else 1] for b in p["boot"]]))
-            row(f"overlap {key}, step {s}", cell)
+
+            def val(r, s=s, key=key):
+                o = r.get("overlap")
+                if not o or s not in o["steps"]:
+                    return None
+                p = o["steps"][s]
+                return p[key], ci([b[0 if key == "u0" else 1] for b in p["boot"]])
+            row(f"overlap {key}, step {s}", cell, val)
 
         def agree_cell(r, s=s):
             o = r.get("overlap")
@@ -277,7 +305,11 @@ def markdown(res: dict[str, Any]) -> str:
             if p is None:
                 return "not measured" if not r.get("penalty") else "no overlap"
             return _fmt_ci(p["kappa"], ci(p["boot"]) if p["boot"] else None)
-        row(f"kappa_{s} (campaign, T = 1)", kap_cell)
+
+        def kap_val(r, s=s):
+            p = (r.get("penalty") or {}).get("steps", {}).get(s)
+            return None if p is None or not p["boot"] else (p["kappa"], ci(p["boot"]))
+        row(f"kappa_{s} (campaign, T = 1)", kap_cell, kap_val)
 
         def eng_cell(r, s=s):
             e = r.get("engine_penalty")
