@@ -355,7 +355,8 @@ def main() -> None:
             ap.error(f"--engine-fit {pair!r}: expected SIZE=FILE")
         fits[size] = Path(path)
     res = build(a.dirs, fits, a.boot, a.seed)
-    md = markdown(res)
+    md = ("Overlap and penalty parameters per reference-model size: value [95 % CI] "
+          "(benchmarks/transfer_table.py).\n\n" + markdown(res))
     imp = res["dsv32"]
     md += ("\nImplied for DeepSeek-V3.2 (K 2,048, L/K 4-64; every measured size, its CIs and the "
            "L/K range):\n\n")
