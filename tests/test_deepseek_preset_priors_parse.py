@@ -1,5 +1,5 @@
 """The deepseek-v3.2 preset carries the transfer table's priors (docs/simulator.md): they parse,
-are drawn, act on the per-step penalty, and an experiment's own prior or penalty wins."""
+are drawn (the step exponent only under the per-step penalty), and an experiment's own prior wins."""
 
 from pathlib import Path
 
@@ -23,23 +23,25 @@ def test_every_preset_prior_parses_for_its_parameter():
         assert parse_prior(text, PARAMS[name]).kind != "fixed", name
 
 
-def test_an_experiment_on_the_preset_draws_them_with_the_per_step_penalty():
-    exp = load_experiment(PR)
-    assert exp.acceptance.penalty == "kappa_step"
-    drawn = drawn_priors(exp)
+def test_an_experiment_on_the_preset_draws_them_and_the_step_exponent_under_kappa_step():
     preset = read_toml(PRESET, "preset")["uncertainty"]["priors"]
-    for name, text in preset.items():
-        assert drawn[name] == parse_prior(text, PARAMS[name]), name
-    values = [with_draw(exp, d).acceptance.critical_step_exponent for d in plan(exp, 16)]
-    lo, hi = drawn["critical_step_exponent"].a, drawn["critical_step_exponent"].b
-    assert all(lo <= v <= hi for v in values) and len(set(values)) == 16
+    exp = load_experiment(PR)
+    assert exp.acceptance.penalty == "kappa"  # the default form: the exponent would not act
+    drawn = drawn_priors(exp)
+    assert "critical_step_exponent" not in drawn
+    for name in set(preset) - {"critical_step_exponent"}:
+        assert drawn[name] == parse_prior(preset[name], PARAMS[name]), name
+    per_step = load_experiment(PR, ["acceptance.penalty=kappa_step"])
+    drawn = drawn_priors(per_step)
+    prior = drawn["critical_step_exponent"]
+    assert prior == parse_prior(preset["critical_step_exponent"], PARAMS["critical_step_exponent"])
+    values = [with_draw(per_step, d).acceptance.critical_step_exponent for d in plan(per_step, 16)]
+    assert all(prior.a <= v <= prior.b for v in values) and len(set(values)) == 16
 
 
 def test_the_experiment_file_and_set_win_over_the_preset_key_by_key():
-    exp = experiment_from_dict({**RAW, "acceptance": {"penalty": "kappa"},
-                                "uncertainty": {"priors": {"critical_entries": "loguniform(4, 8)"}}},
+    exp = experiment_from_dict({**RAW, "uncertainty": {"priors": {"critical_entries": "loguniform(4, 8)"}}},
                                overrides=['uncertainty.priors.overlap_agreement="uniform(0.3, 0.4)"'])
-    assert exp.acceptance.penalty == "kappa"
     pri = exp.uncertainty.priors
     assert pri["critical_entries"] == "loguniform(4, 8)"
     assert pri["overlap_agreement"] == "uniform(0.3, 0.4)"

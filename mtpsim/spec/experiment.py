@@ -42,7 +42,7 @@ SECTIONS: dict[str, type] = {
     "uncertainty": UncertaintySpec,
 }
 TOP_LEVEL = ("description", "seed", "policies")
-PRESET_EXTRAS = ("acceptance", "uncertainty")  # sections a model preset may give defaults for
+PRESET_EXTRAS = ("uncertainty",)  # sections a model preset may give defaults for
 OVERRIDE_SOURCE = "--set"
 MAX_SPEC_BYTES = 4 * MiB
 
@@ -169,8 +169,8 @@ def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
             raise SpecError(src, key, "unknown section or key; expected one of "
                             f"{', '.join([*SECTIONS, *TOP_LEVEL])}")
     built: dict[str, Any] = {}
-    # a model preset may also carry [acceptance] and [uncertainty] defaults for that model (the
-    # deepseek-v3.2 preset's priors); below the experiment file, priors merged key by key
+    # a model preset may also carry [uncertainty] defaults for that model (the deepseek-v3.2
+    # preset's priors); below the experiment file, priors merged key by key
     model_extras: dict[str, dict[str, Any]] = {}
     model_file: Path | None = None
     for section, cls in SECTIONS.items():

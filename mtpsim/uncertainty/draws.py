@@ -49,9 +49,18 @@ class Draw:
 
 def drawn_priors(exp: Experiment) -> dict[str, Prior]:
     """The parameters this experiment draws: every non-fixed prior, except those a
-    `[calibration] file` replaces (its bootstrap refits carry their uncertainty)."""
+    `[calibration] file` replaces (its bootstrap refits carry their uncertainty) and those that
+    act only under a setting the experiment does not make (`Param.only_with`)."""
     priors = resolved(exp.uncertainty.priors)
-    return {n: p for n, p in priors.items() if p.kind != "fixed"
+
+    def acts(name: str) -> bool:
+        cond = PARAMS[name].only_with
+        if cond is None:
+            return True
+        section, key = cond[0].split(".")
+        return getattr(getattr(exp, section), key) == cond[1]
+
+    return {n: p for n, p in priors.items() if p.kind != "fixed" and acts(n)
             and not (exp.calibration.file and PARAMS[n].calibrated_by_file)}
 
 

@@ -26,6 +26,7 @@ class Param:
     default: str  # the prior the presets ship
     source: str  # where the default comes from
     calibrated_by_file: bool = False  # a `[calibration] file` replaces it (then not drawn)
+    only_with: tuple[str, str] | None = None  # (spec field, value) it acts under; else not drawn
 
 
 PARAMS: dict[str, Param] = {
@@ -73,11 +74,10 @@ PARAMS: dict[str, Param] = {
         "scale:draft_decode_indexer", 0.0, 1e4, "loguniform(0.5, 16)",
         "assumed, wide: the roofline finds ~41 µs per step; the PR's +0.66 % would need ~0.5 ms",
         calibrated_by_file=True),
-    # acts only with acceptance.penalty = "kappa_step"; not drawn unless a spec or preset sets it
     "critical_step_exponent": Param(
         "acceptance.critical_step_exponent", -10.0, 10.0, "fixed",
         "reference-engine fits (docs/simulator.md, transfer); the deepseek-v3.2 preset sets a range",
-        calibrated_by_file=True),
+        calibrated_by_file=True, only_with=("acceptance.penalty", "kappa_step")),
 }
 DISTRIBUTIONS = ("uniform", "loguniform", "normal", "fixed")
 _CALL = re.compile(r"^\s*([a-z_]+)\s*(?:\((.*)\))?\s*$")
