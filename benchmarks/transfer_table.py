@@ -231,6 +231,8 @@ def _fmt_ci(v: float, lohi: tuple[float, float] | None, fmt: str = ".2f") -> str
     val = "no penalty" if v >= big else format(v, fmt)
     if lohi is None:
         return val
+    if lohi[0] >= big:
+        return f"{val} (in every replicate)"
     hi = "∞" if lohi[1] >= big else format(lohi[1], fmt)
     return f"{val} [{lohi[0]:{fmt}}, {hi}]"
 
