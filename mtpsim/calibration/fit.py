@@ -217,7 +217,7 @@ def _fit_kappa_steps(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float,
         return []
     # (1 - o) ** kappa flattens for large kappa: a grid per step (the others at the grid's best
     # common value) brackets each before the joint bounded fit
-    grid = np.linspace(lo, hi, 25)
+    grid = np.linspace(lo, hi, 13)  # steps of ~0.9 in ln kappa: enough to bracket
     common = grid[int(np.argmin([f(np.full(len(steps), g)) for g in grid]))]
     start = np.full(len(steps), common)
     for j in range(len(steps)):
