@@ -120,9 +120,10 @@ def verdict(measured: dict, predicted: dict) -> tuple[bool, str]:
     """The must-show rule for one gain."""
     m, p = measured["gain_pct"], predicted["median"]
     if measured["significant"]:
-        err = (p - m) / abs(m)
-        ok = abs(err) <= TOLERANCE
-        return ok, f"{'ok' if ok else 'FAIL'}: predicted {100 * err:+.0f} % off the measured gain"
+        ratio = p / m
+        ok = abs(ratio - 1) <= TOLERANCE
+        return ok, (f"{'ok' if ok else 'FAIL'}: the prediction is {100 * ratio:.0f} % of the measured "
+                    f"gain (needs {100 * (1 - TOLERANCE):.0f}-{100 * (1 + TOLERANCE):.0f} %)")
     if predicted["lo"] < 0 < predicted["hi"]:
         return True, "ok: both within noise (cannot tell)"
     return False, "FAIL: the prediction excludes 0, the real gain is within noise"
