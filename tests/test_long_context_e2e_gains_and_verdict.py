@@ -66,6 +66,9 @@ def test_a_faster_share_is_a_significant_gain_in_percent(lc, tmp_path):
     # 11 tokens in 1 s + 10 TPOTs: (1 + 1.0) / (1 + 0.8) - 1
     assert thr["gain_pct"] == pytest.approx(100 * (2.0 / 1.8 - 1), rel=1e-3)
     assert thr["ci"][0] > 0 and thr["significant"]
+    # paired by request id: each prompt's own spread cancels, so the CI closes on the gain
+    dec = lc.paired_decode_gain(tmp_path / "fresh.json", tmp_path / "share.json")
+    assert dec["gain_pct"] == pytest.approx(-20.0) and dec["ci"] == pytest.approx([-20.0, -20.0])
 
 
 def test_a_gain_one_round_contradicts_is_not_significant(lc, tmp_path):
