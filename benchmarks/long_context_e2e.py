@@ -192,7 +192,8 @@ def measure(name: str, args: argparse.Namespace, calibration: Path) -> dict:
     extra = ["--set", f"reference.weights={json.dumps(args.weights)}",
              *[a for s in sets for a in ("--set", s)]]
     pred = predict(toml, d, calibration, sets, args.draws, args.jobs)
-    real_started = time.time()
+    done = list((d / "real").glob("round-*/*.json"))  # a resumed run started with its first file
+    real_started = min((f.stat().st_mtime for f in done), default=time.time())
     load = run_real(toml, d / "real", extra, args.rounds)
     rounds = [(d / "real" / f"round-{r}" / "fresh.json", d / "real" / f"round-{r}" / "share.json")
               for r in range(args.rounds)]
