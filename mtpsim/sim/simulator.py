@@ -272,10 +272,12 @@ class Simulator:
         metrics.update(counters.to_bench_keys())
         records = None
         if self.records:
+            # Whole counts per position; a request's accepted tokens are their sum (expected-value
+            # mode carries fractions, and rounding the total apart could break that identity).
+            per_pos = np.rint(reqs.accepted_per_pos).astype(np.int64)
             cols = zip(reqs.input_len.tolist(), reqs.output_len.tolist(), send.tolist(),
                        first.tolist(), finish.tolist(), reqs.itl_runs(times), reqs.drafts.tolist(),
-                       np.rint(reqs.accepted).astype(np.int64).tolist(),
-                       np.rint(reqs.accepted_per_pos).astype(np.int64).tolist(), strict=True)
+                       per_pos.sum(axis=1).tolist(), per_pos.tolist(), strict=True)
             records = [RequestRecord(
                 request_id=f"sim-{i}", input_len=i_len, output_len=o_len, arrival_s=s_at,
                 first_token_s=f_at, finish_s=e_at, itl_s=runs[0], itl_count=runs[1],
