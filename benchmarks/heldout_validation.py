@@ -55,30 +55,36 @@ def _pin(cpu: int | None):
     return None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
 
 
+def side_by_side(cmds: list[list[str]], r: int) -> None:
+    """Run the commands at once, the i-th pinned to core (i + r) mod 2 (round r swaps the cores);
+    stop the run on a failure, and leave no child behind on an interrupt."""
+    cpus: list[int | None] = sorted(os.sched_getaffinity(0))[:len(cmds)]
+    if len(cpus) < len(cmds):
+        cpus = [None] * len(cmds)
+    procs = []
+    for i, cmd in enumerate(cmds):
+        cpu = cpus[(i + r) % len(cpus)]
+        shown = ["mtpsim", *cmd[3:]] if cmd[1:3] == ["-m", "mtpsim"] else cmd[1:]
+        print(f"$ {' '.join(shown)}   # round {r}, cpu {cpu}", flush=True)
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, preexec_fn=_pin(cpu)))
+    try:
+        codes = [p.wait() for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+                p.wait()
+    if any(codes):
+        sys.exit(f"{' '.join(cmds[0][1:4])} ... failed with exit codes {codes}")
+
+
 def run_real(toml: str, out: Path, weights: list[str], rounds: int) -> str:
     """`rounds` rounds of both policies side by side (one `mtpsim run-real -p POLICY` each, pinned
     to one core, the cores swapped between rounds) into out/round-R/; their mean into out/.
     Returns the load average."""
-    cpus: list[int | None] = sorted(os.sched_getaffinity(0))[:len(POLICIES)]
-    if len(cpus) < len(POLICIES):
-        cpus = [None] * len(POLICIES)
     for r in range(rounds):
-        procs = []
-        for i, policy in enumerate(POLICIES):
-            cpu = cpus[(i + r) % len(cpus)]
-            args = ["run-real", toml, "-p", policy, "--out", str(out / f"round-{r}"), *weights]
-            print(f"$ mtpsim {' '.join(args)}   # round {r}, cpu {cpu}", flush=True)
-            procs.append(subprocess.Popen([sys.executable, "-m", "mtpsim", *args], cwd=ROOT,
-                                          stdout=subprocess.DEVNULL, preexec_fn=_pin(cpu)))
-        try:
-            codes = [p.wait() for p in procs]
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.terminate()
-                    p.wait()
-        if any(codes):
-            sys.exit(f"mtpsim run-real {toml} failed with exit codes {codes}")
+        side_by_side([[sys.executable, "-m", "mtpsim", "run-real", toml, "-p", policy, "--out",
+                       str(out / f"round-{r}"), *weights] for policy in POLICIES], r)
     for policy in POLICIES:
         merge_rounds([out / f"round-{r}" / f"{policy}.json" for r in range(rounds)],
                      out / f"{policy}.json")

@@ -31,7 +31,6 @@ import json
 import math
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from heldout_validation import POLICIES, _pin, machine, merge_rounds, run_real  # noqa: E402
+from heldout_validation import POLICIES, machine, merge_rounds, run_real, side_by_side  # noqa: E402
 
 EXPERIMENTS = ROOT / "experiments" / "long-context"
 CONFIGS = ("ctx1k", "ctx4k", "ctx8k")
@@ -153,28 +152,11 @@ def run_before(toml: str, out: Path, extra: list[str], rounds: int) -> str:
     """`share` before the faithful skip (run_real_eager_keys.py) beside `share`, one per core,
     cores swapped each round: out/round-R/{before,after}/share.json; rounds merged into
     out/{before,after}.json. Returns the load average."""
-    cpus: list[int | None] = sorted(os.sched_getaffinity(0))[:2]
-    if len(cpus) < 2:
-        cpus = [None, None]
     variants = {"after": [sys.executable, "-m", "mtpsim"],
                 "before": [sys.executable, str(ROOT / "benchmarks" / "run_real_eager_keys.py")]}
     for r in range(rounds):
-        procs = []
-        for i, (name, cmd) in enumerate(variants.items()):
-            cpu = cpus[(i + r) % 2]
-            args = ["run-real", toml, "-p", "share", "--out", str(out / f"round-{r}" / name), *extra]
-            print(f"$ {name}: mtpsim {' '.join(args)}   # round {r}, cpu {cpu}", flush=True)
-            procs.append(subprocess.Popen([*cmd, *args], cwd=ROOT, stdout=subprocess.DEVNULL,
-                                          preexec_fn=_pin(cpu)))
-        try:
-            codes = [p.wait() for p in procs]
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.terminate()
-                    p.wait()
-        if any(codes):
-            sys.exit(f"share before/after run-real {toml} failed with exit codes {codes}")
+        side_by_side([[*cmd, "run-real", toml, "-p", "share", "--out", str(out / f"round-{r}" / name),
+                       *extra] for name, cmd in variants.items()], r)
     for name in variants:
         merge_rounds([out / f"round-{r}" / name / "share.json" for r in range(rounds)],
                      out / f"{name}.json")

@@ -170,8 +170,10 @@ def _fit_logistic(d: dict[str, np.ndarray], k: int, ctx_ref: float, with_kappa: 
     return rows, out_sigma, (math.exp(th[2 * k + 1]) if with_kappa else None)
 
 
-def _fit_kappa(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float, ctx_ref: float) -> float:
-    """ML kappa of the overlap link for reuse-policy events, curves and spread held fixed."""
+def _held_curves(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float, ctx_ref: float) -> tuple:
+    """What a penalty fit with the curves and spread held fixed needs: k, ln(L / L_ref) per event,
+    the quadrature over the request spread, events' requests renumbered 0..n-1, and the fixed head
+    of the parameter vector (curves, log sigma)."""
     k = rows.shape[0]
     x = np.log(d["ctx"] / ctx_ref)
     nodes, weights = np.polynomial.hermite.hermgauss(GH_NODES)
@@ -179,6 +181,12 @@ def _fit_kappa(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float, ctx_ref
     d = {**d, "req": req}
     n_req = int(req.max()) + 1 if req.size else 0
     head = np.concatenate([rows[:, 0], rows[:, 1], [math.log(max(sigma, 1e-4))]])
+    return k, x, nodes, weights, d, n_req, head
+
+
+def _fit_kappa(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float, ctx_ref: float) -> float:
+    """ML kappa of the overlap link for reuse-policy events, curves and spread held fixed."""
+    k, x, nodes, weights, d, n_req, head = _held_curves(d, rows, sigma, ctx_ref)
 
     def f(log_kappa: float) -> float:
         return _neg_loglik(np.append(head, log_kappa), d, k, x, True, nodes, weights, n_req)
@@ -196,13 +204,7 @@ def _fit_kappa_steps(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float,
     """ML kappa per draft step 1..k-1 (penalty `kappa_step`) for reuse-policy events whose
     `ovl` is the curve's overlap, curves and spread held fixed. A step without events takes the
     previous step's kappa."""
-    k = rows.shape[0]
-    x = np.log(d["ctx"] / ctx_ref)
-    nodes, weights = np.polynomial.hermite.hermgauss(GH_NODES)
-    _, req = np.unique(d["req"], return_inverse=True)
-    d = {**d, "req": req}
-    n_req = int(req.max()) + 1 if req.size else 0
-    head = np.concatenate([rows[:, 0], rows[:, 1], [math.log(max(sigma, 1e-4))]])
+    k, x, nodes, weights, d, n_req, head = _held_curves(d, rows, sigma, ctx_ref)
     o = np.clip(d["ovl"], 0.0, 1.0)
     steps = [s for s in range(1, k) if np.any((d["pos"] == s) & (o < 1.0))]
     lo, hi = math.log(0.05), math.log(1e4)
