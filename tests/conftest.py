@@ -17,6 +17,12 @@ import pytest
 # signal resets to the default in a child, so handle it here whatever started the suite.
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# Ray reads this once, when it is first imported, and some test modules import ray while they are
+# collected: set here, before any of them, it keeps every Ray address of the suite on loopback
+# (otherwise a driver joins a 127.0.0.1 cluster as the machine's interface address and never
+# connects).
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+
 _skipped: list[str] = []
 
 
