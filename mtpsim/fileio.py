@@ -4,6 +4,7 @@ write that fails (disk full, no permission) is one `UserError` line with no part
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -86,3 +87,15 @@ def output_file(path: str | Path, option: str) -> Path:
         kind = "a folder" if path.is_dir() else "not a regular file"
         raise UserError(option, str(path), f"expected a file to write, got {kind}")
     return path
+
+
+def finite_json(x: Any) -> Any:
+    """NaN/inf -> None (null), so a file is strict JSON (a figure with no data, such as the
+    acceptance length of a run without drafts, reads back as missing)."""
+    if isinstance(x, dict):
+        return {k: finite_json(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [finite_json(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x

@@ -98,6 +98,15 @@ def clear_failed(out: Path, point: Point) -> None:
     (point_dir(out, point) / "failed.json").unlink(missing_ok=True)
 
 
+def finish_point(out: Path, point: Point, reason: str) -> PointEvent:
+    """Record a point's outcome (failed.json with the reason, or none) and say it."""
+    if reason:
+        write_failed(out, point, reason)
+        return PointEvent(point, "failed", reason)
+    clear_failed(out, point)
+    return PointEvent(point, "done")
+
+
 def this_node() -> dict[str, str]:
     node = {"hostname": socket.gethostname()}
     try:
@@ -230,12 +239,7 @@ def run_local(experiment: str, points: Sequence[Point], plan: RealPlan,
             else:
                 reason = ""
                 break
-        if reason:
-            write_failed(out, p, reason)
-            yield PointEvent(p, "failed", reason)
-        else:
-            clear_failed(out, p)
-            yield PointEvent(p, "done")
+        yield finish_point(out, p, reason)
 
 
 def one_line(e: BaseException) -> str:

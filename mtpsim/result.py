@@ -8,14 +8,13 @@ A plain vLLM `--save-result` JSON reads as a Result with mode "vllm-bench" and n
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mtpsim import __version__
 from mtpsim.errors import ResultError
-from mtpsim.fileio import atomic_write_json
+from mtpsim.fileio import atomic_write_json, finite_json
 from mtpsim.inputs import MiB, loads_json, read_text
 from mtpsim.metrics import RequestRecord, SpecDecodeCounters, counters_from_requests, serving_metrics
 
@@ -81,7 +80,7 @@ class Result:
         return out
 
     def write(self, path: str | Path) -> None:
-        atomic_write_json(path, _finite(self.to_json()))
+        atomic_write_json(path, finite_json(self.to_json()))
 
     @classmethod
     def from_json(cls, obj: Any, source: str | Path = "<json>") -> Result:
@@ -131,14 +130,3 @@ def load_result(path: str | Path) -> Result:
     text = read_text(path, ResultError, "result file", MAX_RESULT_BYTES)
     return Result.from_json(loads_json(text, path, ResultError), source=path)
 
-
-def _finite(x: Any) -> Any:
-    """NaN/inf -> null, so that a result file is strict JSON (a figure with no data, such as
-    the acceptance length of a run without drafts, reads back as missing)."""
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_finite(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x

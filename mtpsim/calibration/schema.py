@@ -30,7 +30,7 @@ from typing import Any
 
 from mtpsim import __version__
 from mtpsim.errors import UserError
-from mtpsim.fileio import atomic_write_json
+from mtpsim.fileio import atomic_write_json, finite_json
 from mtpsim.inputs import MiB, loads_json, read_text
 from mtpsim.result import PHASES
 
@@ -97,21 +97,11 @@ class Calibration:
     def to_json(self) -> dict[str, Any]:
         out = {"format": FORMAT, "version": VERSION, **asdict(self)}
         out.pop("path")
-        return _finite(out)
+        return finite_json(out)
 
     def write(self, path: str | Path) -> None:
         atomic_write_json(path, self.to_json())
 
-
-def _finite(x: Any) -> Any:
-    """NaN/inf -> None, so the file is strict JSON."""
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_finite(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 class _Reader:

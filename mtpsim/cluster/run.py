@@ -16,10 +16,9 @@ from mtpsim.fileio import atomic_write_json
 from mtpsim.real_sweep import (
     PointEvent,
     RealPlan,
-    clear_failed,
+    finish_point,
     point_task,
     start_point,
-    write_failed,
     write_run,
 )
 from mtpsim.sweep import ExperimentRef, Point, finished_first, load_point, point_path, read_experiment
@@ -122,9 +121,4 @@ def real_on_ray(experiment: str, points: Sequence[Point], plan: RealPlan,
         reason = o.error or (o.value or {}).get("error")
         for run in (o.value or {}).get("runs", []):
             write_run(out, p, run)
-        if reason:
-            write_failed(out, p, reason)
-            yield PointEvent(p, "failed", reason)
-        else:
-            clear_failed(out, p)
-            yield PointEvent(p, "done")
+        yield finish_point(out, p, reason)
