@@ -3,19 +3,22 @@
 1. The calibration configuration's real traces (experiments/heldout/calibrate.toml; reused from
    `benchmarks/heldout_validation.py --out DIR` when DIR/calibrate holds them, else run here).
 2. Refit them with B bootstrap refits -> DIR/calibration-bootstrap.json (the posterior).
-3. For a repeat of the calibration configuration (new seed: inside the calibrated range), the
-   four held-out configurations and two beyond the calibrated k and context
-   (experiments/heldout/k5-long-conc2.toml, k6-xlong-conc1.toml): `--uncertainty N` with that
-   file, and the real run (reused when DIR/<config>/real holds it, else run here, ROUNDS
-   core-swapped rounds as heldout_validation does).
+3. For a repeat of the calibration configuration (new seed: inside the calibrated range) and each
+   configuration of the chosen set: `--uncertainty N` with that file, and the real run (reused
+   when DIR/<config>/real holds it, else run here, ROUNDS core-swapped rounds as
+   heldout_validation does). Sets: `v8` (default; experiments/heldout/v8-*.toml, written after
+   v7 set the discrepancy rates: two inside the calibrated range, two beyond its k and top-k, two
+   beyond its k and context) and `v7` (the held-out four and k5-long, k6-xlong: looked at).
 4. Report: the share of values covered (acceptance length, output throughput, median TPOT of
    both policies and their share-vs-fresh deltas; target >= 80 %), the interval score and the
    median half-widths (inside the range: <= 3 % acceptance length, <= 12 % throughput and TPOT).
-   Twice: the model's intervals as they are, and as predictions of one real measurement (each
-   widened by the real figure's own standard error, from the spread of its core-swapped rounds;
-   acceptance is the same in every round, so its rows are unchanged).
+   Headline: each interval scored as a prediction of one real measurement, i.e. widened per side
+   and in quadrature by 1.645 x the real figure's own standard error (the spread of its
+   core-swapped rounds / sqrt(rounds); acceptance is the same in every round, so its rows are
+   unchanged); widths are the model's. Also reported: the model's intervals as they are.
 
-Run: python benchmarks/uncertainty_coverage.py [--out runs/heldout] [--draws 32] [--bootstrap 32]
+Run: python benchmarks/uncertainty_coverage.py [--configs v8|v7] [--out runs/heldout-v8]
+     [--draws 32] [--bootstrap 32]
 """
 
 from __future__ import annotations
@@ -31,17 +34,26 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from heldout_validation import EXPERIMENTS, HELD_OUT, POLICIES, ROUNDS, machine, mtpsim, run_real  # noqa: E402
 
 OUT_OF_RANGE = ("k5-long-conc2", "k6-xlong-conc1")
-REPEAT_SEED = 12
+CONFIG_SETS = {  # name -> (repeat's seed, configurations)
+    "v7": (12, (*HELD_OUT, *OUT_OF_RANGE)),
+    "v8": (31, ("v8-k4-mid-conc4", "v8-k4-short-conc6", "v8-k3-top48-conc3", "v8-k2-top96-conc6",
+                "v8-k5-ctx2k-conc1", "v8-k6-top32-ctx3k-conc2")),
+}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "heldout")
+    ap.add_argument("--configs", choices=sorted(CONFIG_SETS), default="v8",
+                    help="which set of configurations (v7: looked at while the rates were set)")
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "heldout-v8")
     ap.add_argument("--draws", type=int, default=32)
     ap.add_argument("--bootstrap", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=ROUNDS)
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--weights", default="builtin")
+    ap.add_argument("--penalty", choices=("kappa", "kappa_step"), default="kappa_step",
+                    help="acceptance.penalty of every prediction (v8: kappa_step, which v7's rows "
+                         "favoured; v7 ran with kappa)")
     ap.add_argument("--only", nargs="*", default=None, help="configurations (default: all)")
     args = ap.parse_args()
     from mtpsim.result import load_result
@@ -61,8 +73,9 @@ def main() -> None:
                *[a for t in traces for a in ("--trace", str(t))],
                "--save-calibration", str(cal), "--bootstrap", str(args.bootstrap), "--json",
                capture=True)
-    configs = [("calibrate-repeat", "calibrate", [f"seed={REPEAT_SEED}"])]
-    configs += [(n, n, []) for n in (*HELD_OUT, *OUT_OF_RANGE)]
+    repeat_seed, names = CONFIG_SETS[args.configs]
+    configs = [("calibrate-repeat", "calibrate", [f"seed={repeat_seed}"])]
+    configs += [(n, n, []) for n in names]
     rows, noisy, runs = [], [], {}
     for name, toml_name, sets in configs:
         if args.only and name not in args.only:
@@ -75,7 +88,7 @@ def main() -> None:
         real = {p: load_result(real_dir / f"{p}.json").metrics for p in POLICIES}
         # unpaired: each policy its own seed, as in the real A/B run being scored
         run = propagate(toml, [f"calibration.file={json.dumps(str(cal))}", "uncertainty.paired=false",
-                               *sets], args.draws,
+                               f"acceptance.penalty={json.dumps(args.penalty)}", *sets], args.draws,
                         args.jobs or default_jobs())
         inside = not run.extrapolation.flagged
         summary = run.summary()
@@ -87,30 +100,30 @@ def main() -> None:
         print(f"{name}: {'inside' if inside else 'outside: ' + '; '.join(run.extrapolation.notes)}",
               flush=True)
     print(f"\nmachine: {machine()}")
-    print(f"{'config':<18} {'what':<12} {'metric':<31} {'real':>10} {'median':>10} "
-          f"{'90 % interval':>22} {'half-w':>8} {'score':>8}  covered")
-    for r in rows:
-        iv = r.interval
-        print(f"{r.config:<18} {r.what:<12} {r.metric:<31} {r.real:>10.3f} {iv.median:>10.3f} "
-              f"[{iv.lo:>9.3f}, {iv.hi:>9.3f}] {r.half_width_pct:>8.2f} {r.score:>8.2f}  "
-              f"{'yes' if r.covered else 'NO'}")
-    rep, rep_noise = report(rows), report(noisy)
+    print(f"{'config':<24} {'what':<12} {'metric':<31} {'real':>10} {'median':>10} "
+          f"{'90 % interval':>22} {'half-w':>8} {'+ run noise':>22}  covered (model / + noise)")
+    for r, n in zip(rows, noisy, strict=True):
+        iv, nv = r.interval, n.interval
+        print(f"{r.config:<24} {r.what:<12} {r.metric:<31} {r.real:>10.3f} {iv.median:>10.3f} "
+              f"[{iv.lo:>9.3f}, {iv.hi:>9.3f}] {r.half_width_pct:>8.2f} [{nv.lo:>9.3f}, {nv.hi:>9.3f}]"
+              f"  {'yes' if r.covered else 'NO'} / {'yes' if n.covered else 'NO'}")
+    rep_model, rep = report(rows), report(noisy, model_rows=rows)
     print(json.dumps(rep, indent=2))
     from mtpsim.fileio import atomic_write_json
 
-    atomic_write_json(out / "coverage.json", {"machine": machine(), "report": rep, "configs": runs,
-                                              "rows": [{"config": r.config, "what": r.what,
-                                                        "metric": r.metric, "real": r.real,
-                                                        **r.interval.to_json(),
-                                                        "covered": r.covered, "score": r.score,
-                                                        "inside": r.inside} for r in rows],
-                                              "with_run_noise": {"report": rep_noise, "rows": [
-                                                  {"config": r.config, "what": r.what, "metric": r.metric,
-                                                   **r.interval.to_json(), "covered": r.covered,
-                                                   "score": r.score} for r in noisy]}})
-    print(f"as predictions of one real measurement (model interval + the run's own noise): "
-          f"{rep_noise['covered']}/{rep_noise['values']} = {100 * rep_noise['fraction_covered']:.0f} %")
-    print(f"\ncoverage: {rep['covered']}/{rep['values']} = {100 * rep['fraction_covered']:.0f} % "
+    def as_json(rs):
+        return [{"config": r.config, "what": r.what, "metric": r.metric, "real": r.real,
+                 **r.interval.to_json(), "covered": r.covered, "score": r.score, "inside": r.inside}
+                for r in rs]
+
+    atomic_write_json(out / "coverage.json", {
+        "machine": machine(), "configs_set": args.configs, "configs": runs,
+        "report": rep, "rows": as_json(noisy),
+        "model_only": {"report": rep_model, "rows": as_json(rows)}})
+    print(f"the model's intervals alone: {rep_model['covered']}/{rep_model['values']} = "
+          f"{100 * rep_model['fraction_covered']:.0f} %")
+    print(f"\ncoverage (as predictions of one real measurement: model interval + the run's own "
+          f"noise): {rep['covered']}/{rep['values']} = {100 * rep['fraction_covered']:.0f} % "
           f"(target >= 80 %); {'PASS' if rep['pass'] else 'FAIL'}; written to {out / 'coverage.json'}")
     sys.exit(0 if rep["pass"] else 1)
 

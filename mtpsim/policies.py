@@ -50,6 +50,10 @@ class Traits:
         """Whether the MTP indexer runs at draft `step` (0-based), i.e. selects as fresh."""
         return self.indexer == "every" or (self.indexer == "step0" and step == 0)
 
+    def reused_fraction(self, k: int) -> float:
+        """The share of the k draft steps that do not run the indexer (select unlike fresh)."""
+        return sum(not self.runs_indexer(s) for s in range(k)) / k if k > 0 else 0.0
+
     @property
     def step0_as_fresh(self) -> bool:
         """Draft step 0 is computed exactly as under `fresh` (placebo pairs; pooled fits)."""

@@ -30,9 +30,21 @@ def with_trace_meta(cal: Calibration, traces) -> Calibration:
     temps = sorted({float(tr.meta["temperature"]) for tr in traces
                     if isinstance(tr.meta.get("temperature"), int | float)})
     ranges = {**cal.ranges, **({"temperature": temps} if temps else {})}
+    # the context range the runs were set up to cover (prompt lengths drawn from it), so a
+    # repeat of the calibration's own spec does not read as extrapolation by sampling chance
+    nominal = [tr.meta["context_range"] for tr in traces if _pair(tr.meta.get("context_range"))]
+    if nominal and ranges.get("context_len"):
+        lo, hi = ranges["context_len"][0], ranges["context_len"][-1]
+        ranges["context_len"] = [float(min(lo, *(n[0] for n in nominal))),
+                                 float(max(hi, *(n[1] for n in nominal)))]
     machine = machines[0] if machines and all(m == machines[0] for m in machines) else (
         {"machines": machines} if machines else {})
     return dataclasses.replace(cal, machine=machine, ranges=ranges)
+
+
+def _pair(v) -> bool:
+    return (isinstance(v, list) and len(v) == 2
+            and all(isinstance(x, int | float) and math.isfinite(x) and x > 0 for x in v))
 
 
 def _f(x: float | None, fmt: str = ".3f") -> str:

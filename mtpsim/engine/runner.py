@@ -169,9 +169,10 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
             num_draft_tokens=c.num_draft_tokens, num_accepted_tokens=c.num_accepted_tokens,
             accepted_per_pos=list(c.accepted_per_pos)))
     tr = engine.trace
-    from mtpsim.uncertainty.domain import machine_info
+    from mtpsim.uncertainty.domain import machine_info, setup_axes
 
     tr.meta.update({"experiment": exp.source, "seed": exp.seed, "weights": str(path),
+                    "context_range": list(setup_axes(exp)["context"]),
                     "clock": exp.reference.clock, "temperature": exp.workload.temperature,
                     "machine": machine_info(str(device), torch.get_num_threads())})
     steps = max(len(tr.steps), 1)

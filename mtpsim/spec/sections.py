@@ -257,9 +257,19 @@ class UncertaintySpec:
                                       "calibrated range (octaves of k, context, top-k, batch), %",
                                       _nonneg)
     acceptance_extrapolation_pct: float = option(
-        1.5, "added SD of acceptance length - 1 per unit of distance, %", _nonneg)
+        3.0, "added SD of acceptance length - 1 per unit of distance (context: see below), %",
+        _nonneg)
+    context_acceptance_extrapolation_pct: float = option(
+        35.0, "added SD of acceptance length - 1 per octave of context beyond a trace "
+        "calibration's range, % (a fitted ln-context trend extrapolates worst)", _nonneg)
     effect_extrapolation_pct: float = option(
         25.0, "added log-SD of a policy's effect against the first policy per unit of "
         "distance, %", _nonneg)
+    effect_acceptance_extrapolation_pct: float = option(
+        8.0, "added SD of a policy's acceptance-length change against the first policy per "
+        "unit of distance, % of the first policy's acceptance length - 1 (additive, so a "
+        "near-zero predicted change widens too)", _nonneg)
+    context_effect_acceptance_extrapolation_pct: float = option(
+        15.0, "the same per octave of context beyond a trace calibration's range, %", _nonneg)
     machine_pct: float = option(40.0, "timing SD when the machine differs from the "
                                 "calibration's (CPU model, GPU, threads, TP), %", _nonneg)

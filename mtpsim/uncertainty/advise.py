@@ -264,7 +264,8 @@ def advise(dep: Deployment, jobs: int = 1,
     for cell in cells:
         ext = extrapolation(exps[cell], PR_DOMAIN)
         spread = Spread.of(ext, exps[cell].uncertainty, calibrated=True)
-        values[cell] = [adjust(raw[cell][d.index], d, spread, "fresh") for d in draws]
+        values[cell] = [adjust(raw[cell][d.index], d, spread, "fresh", exps[cell].k)
+                       for d in draws]
         notes[cell] = ext.notes
     return Advice(dep, cells, skipped, values, notes, draws, time.perf_counter() - t0)
 

@@ -54,10 +54,16 @@ class Extrapolation:
     distance: float  # octaves (and half-units of temperature) beyond the range, summed
     machine_differs: bool
     notes: tuple[str, ...]  # one per axis outside the range, e.g. "k 5 > 4"
+    axes: dict[str, float] = field(default_factory=dict)  # axis -> its part of `distance`
 
     @property
     def flagged(self) -> bool:
         return self.distance > 0 or self.machine_differs
+
+    @property
+    def context(self) -> float:
+        """Octaves of context length beyond the range (the axis acceptance extrapolates worst on)."""
+        return self.axes.get("context", 0.0)
 
 
 def setup_axes(exp: Experiment) -> dict[str, tuple[float, float]]:
@@ -110,7 +116,7 @@ def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
     if dom is None:
         return Extrapolation(0.0, False, ())
     mine = setup_axes(exp)
-    dist, notes = 0.0, []
+    dist, notes, per_axis = 0.0, [], {}
     for axis, (lo, hi) in dom.axes.items():
         if axis not in mine:
             continue
@@ -123,6 +129,7 @@ def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
             shown = f"{a:,.0f}" if a == b else f"{a:,.0f}-{b:,.0f}"
         if d > 1e-9:
             dist += d
+            per_axis[axis] = d
             seen = _num(lo) if lo == hi else f"{_num(lo)}-{_num(hi)}"
             notes.append(f"{axis} {shown} outside {seen} ({d:.1f})")
     here = exp_machine(exp)
@@ -138,7 +145,7 @@ def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
     elif exp.calibration.file:
         differs = True
         notes.append("machine unknown: the calibration file does not record it")
-    return Extrapolation(dist, differs, tuple(notes))
+    return Extrapolation(dist, differs, tuple(notes), per_axis)
 
 
 def _num(x: float) -> str:

@@ -103,10 +103,12 @@ class UncertaintyRun:
                 "source": self.domain.source, "axes": self.domain.axes,
                 "machine": self.domain.machine},
             "extrapolation": {"distance": self.extrapolation.distance,
+                              "axes": self.extrapolation.axes,
                               "machine_differs": self.extrapolation.machine_differs,
                               "notes": list(self.extrapolation.notes)},
             "discrepancy_sd": {"time": self.spread.time, "accept": self.spread.accept,
-                               "effect": self.spread.effect},
+                               "effect": self.spread.effect,
+                               "effect_accept": self.spread.effect_accept},
             "noise_model": None if self.noise is None else self.noise.describe(),
             "summary": {name: summ(self.summary(name)) for name in [PRIOR, *self.weights]},
             "effective_draws": {name: post.ess(w) for name, w in self.weights.items()},
@@ -143,7 +145,8 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int = 1,
     file_exp = load_experiment(experiment) if cal is None and exp.calibration.measured else None
     dom = domain_of(exp, cal, file_exp)
     ext = extrapolation(exp, dom)
-    spread = Spread.of(ext, exp.uncertainty, calibrated=dom is not None)
+    spread = Spread.of(ext, exp.uncertainty, calibrated=dom is not None,
+                       fitted_acceptance=cal is not None)
     reps = len(cal.bootstrap) if cal is not None else 0
     run = UncertaintyRun(experiment, exp, [], [], [], n, dom, ext, spread, cal is not None, reps,
                          jobs=jobs)
@@ -189,7 +192,7 @@ def _run_stage(run: UncertaintyRun, draws: list[Draw], cal: Any, jobs: int,
     for d in draws:
         run.draws.append(d)
         run.raw.append(got[d.index])
-        run.values.append(adjust(got[d.index], d, run.spread, first))
+        run.values.append(adjust(got[d.index], d, run.spread, first, run.exp.k))
 
 
 def _condition(run: UncertaintyRun, rows: dict[str, dict[str, Any]]) -> None:

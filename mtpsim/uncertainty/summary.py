@@ -17,53 +17,83 @@ ACCEPT_DISCREPANCY_PCT = 1.0  # model discrepancy of acceptance length - 1 insid
 
 @dataclass(frozen=True, slots=True)
 class Spread:
-    """Model-discrepancy SDs (log scale) applied to every draw's simulated figures: a level for
-    timings and one for acceptance length - 1 (shared by all policies), and one for the size of
-    each policy's effect against the first (its ratio, or its acceptance-length difference)."""
+    """Model-discrepancy SDs applied to every draw's simulated figures: a level for timings and
+    one for acceptance length - 1 (log scale, shared by all policies), and for each policy's
+    effect against the first: a log-SD on its size (ratio of timings, acceptance-length
+    difference) and an additive SD on its acceptance-length change, as a fraction of the first
+    policy's acceptance length - 1 (so a change the simulator puts near zero widens too)."""
 
     time: float
     accept: float
     effect: float
+    effect_accept: float = 0.0
 
     @classmethod
-    def of(cls, ext: Extrapolation, u, calibrated: bool) -> Spread:
+    def of(cls, ext: Extrapolation, u, calibrated: bool, fitted_acceptance: bool = False) -> Spread:
         """`u`: the spec's UncertaintySpec. Nothing calibrated: no discrepancy term (the
-        priors alone carry the uncertainty)."""
+        priors alone carry the uncertainty). `fitted_acceptance`: the acceptance model was fitted
+        to traces (a `[calibration] file`), whose ln-context trend is extrapolated beyond the
+        traced contexts, so context distance counts at its own, steeper rates."""
         if not calibrated:
             return cls(0.0, 0.0, 0.0)
         d = ext.distance
+        ctx = ext.context if fitted_acceptance else 0.0
         machine = u.machine_pct if ext.machine_differs else 0.0
         time = math.sqrt(u.discrepancy_pct ** 2 + (u.extrapolation_pct * d) ** 2 + machine ** 2)
-        acc = math.hypot(ACCEPT_DISCREPANCY_PCT, u.acceptance_extrapolation_pct * d)
-        return cls(time / 100, acc / 100, u.effect_extrapolation_pct * d / 100)
+        acc = math.hypot(ACCEPT_DISCREPANCY_PCT, u.acceptance_extrapolation_pct * (d - ctx)
+                         + u.context_acceptance_extrapolation_pct * ctx)
+        eff_acc = (u.effect_acceptance_extrapolation_pct * (d - ctx)
+                   + u.context_effect_acceptance_extrapolation_pct * ctx)
+        return cls(time / 100, acc / 100, u.effect_extrapolation_pct * d / 100, eff_acc / 100)
 
 
 def adjust(raw: dict[str, dict[str, float]], draw: Draw, spread: Spread,
-           first: str) -> dict[str, dict[str, float]]:
+           first: str, steps: int | None = None) -> dict[str, dict[str, float]]:
     """Apply the draw's discrepancy scores. Timings of every policy scale by one factor and
     acceptance length - 1 by another; a policy's effect against `first` (the ratio of its
     figure to first's, or the acceptance-length difference) is raised to / scaled by a third,
-    so policies the simulator finds identical stay identical."""
+    and its acceptance-length change shifted by an additive term, so policies the simulator finds
+    identical stay identical only inside the range. The additive term scales with the share of the
+    `steps` (k) draft steps at which the two policies select differently (none at k = 1 for `share`),
+    from their declared traits. A policy's throughput and TPOT then follow its acceptance length
+    (tokens per step): x AL_adjusted / AL_simulated and its inverse."""
     f = math.exp(spread.time * draw.z["z_time"])
     g = math.exp(spread.accept * draw.z["z_accept"])
     e_t = math.exp(spread.effect * draw.z["z_time_policy"])
     e_a = math.exp(spread.effect * draw.z["z_accept_policy"])
     base = raw[first]
+    al = "spec_decode_acceptance_length"
     out = {}
     for policy, m in raw.items():
+        tokens = 1.0  # adjusted / simulated tokens per step
+        if al in m:
+            v, b = m[al], base[al]
+            if policy != first:
+                active = 1.0 if steps is None else _differs(policy, first, steps)
+                v = (b + (v - b) * e_a
+                     + (b - 1) * spread.effect_accept * active * draw.z["z_accept_policy"])
+            accepted = max(1.0, 1 + (v - 1) * g)
+            tokens = accepted / m[al] if m[al] > 0 else 1.0
         adj = {}
         for k, v in m.items():
             b = base[k]
             if k in TIMING:
                 v = b * (v / b) ** (1.0 if policy == first else e_t)
-                adj[k] = v / f if k == "output_throughput" else v * f
-            elif k == "spec_decode_acceptance_length":
-                v = b + (v - b) * (1.0 if policy == first else e_a)
-                adj[k] = 1 + (v - 1) * g
+                v = v / f if k == "output_throughput" else v * f
+                adj[k] = v * tokens if k == "output_throughput" else (
+                    v / tokens if k == "median_tpot_ms" else v)
+            elif k == al:
+                adj[k] = accepted
             else:
                 adj[k] = v
         out[policy] = adj
     return out
+
+
+def _differs(policy: str, first: str, k: int) -> float:
+    from mtpsim.policies import traits
+
+    return max(traits(policy).reused_fraction(k), traits(first).reused_fraction(k))
 
 
 def wquantile(x: np.ndarray, w: np.ndarray | None, q: float) -> float:
