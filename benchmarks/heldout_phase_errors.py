@@ -26,11 +26,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=Path, default=ROOT / "runs" / "heldout")
     ap.add_argument("--calibration", type=Path, default=ROOT / "experiments" / "heldout" / "calibration.json")
+    ap.add_argument("--names", nargs="*", default=list(RUNS),
+                    help="run folders under --runs (their real/ subfolder; calibrate: itself)")
     args = ap.parse_args()
     cal = read_calibration(args.calibration)
     print(f"{'run':<18} {'phase':<22} {'decode steps: meas / pred s':>28} "
           f"{'prefill steps: meas / pred s':>30}")
-    for name in RUNS:
+    for name in args.names:
         base = args.runs / name / ("" if name == "calibrate" else "real")
         paths = sorted(base.glob("round-*/fresh.trace.jsonl")) or [base / "fresh.trace.jsonl"]
         meas_dec, pred_dec, meas_pre, pred_pre = {}, {}, {}, {}

@@ -1,5 +1,6 @@
 """Which overlap -> acceptance penalty follows the per-position `share` penalty: `kappa` (one
-kappa) or `kappa_step` (a kappa per draft step), on the calibration traces and on held-out runs.
+kappa), `kappa_step` (a kappa per draft step) or `kappa_lk` (a kappa per step scaled by
+(L/K)^gamma), on the calibration traces and on held-out runs.
 
     python benchmarks/penalty_model.py --traces runs/heldout/calibrate \\
         --heldout experiments/reference-cpu.toml=docs/data/reference-cpu \\
@@ -15,7 +16,7 @@ kappa) or `kappa_step` (a kappa per draft step), on the calibration traces and o
    calibration report computes it). `kappa` is shown twice: with each event's own overlap (what
    it is fitted on, the calibration report's R²) and with the fitted overlap curve (what the
    simulator feeds in).
-3. The R² a perfect model would reach on data this noisy: the kappa_step fit's own R² on
+3. The R² a perfect model would reach on data this noisy: the kappa_lk fit's own R² on
    `--sims` data sets drawn from it (same requests, contexts and overlaps; fresh request shifts).
 4. Held out: each EXP=DIR pair is simulated with the calibration (engine.scheduler reference,
    acceptance.mode expected) under both forms, and the predicted per-position `share` - `fresh`
@@ -41,7 +42,7 @@ from mtpsim.fileio import atomic_write_json
 from mtpsim.models.acceptance import FittedAcceptance
 from mtpsim.trace import Trace, read_trace
 
-FORMS = ("kappa", "kappa_step")
+FORMS = ("kappa", "kappa_step", "kappa_lk")
 
 
 def load_traces(paths: list[Path]) -> tuple[list[Trace], list[str]]:
@@ -121,8 +122,11 @@ def _curve_overlap(cal: Calibration, d: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def params_of(cal: Calibration) -> dict[str, list[float]]:
+    """Each form's parameters (kappa_lk: its per-step kappas at its reference L/K, then gamma)."""
     a = cal.acceptance
-    return {"kappa": [a.kappa] if a.kappa is not None else [], "kappa_step": list(a.kappa_steps or [])}
+    lk = a.kappa_lk or {}
+    return {"kappa": [a.kappa] if a.kappa is not None else [], "kappa_step": list(a.kappa_steps or []),
+            "kappa_lk": [*lk.get("kappa_steps", []), lk["exponent"]] if lk else []}
 
 
 def bootstrap(traces: list[Trace], n: int, seed: int) -> list[dict[str, list[float]]]:
@@ -134,13 +138,18 @@ def bootstrap(traces: list[Trace], n: int, seed: int) -> list[dict[str, list[flo
     for i in range(n):
         boot = _request_resample(traces, rng)
         a = fit_acceptance(boot, fit_overlap(boot))
-        out.append({"kappa": [a.kappa], "kappa_step": list(a.kappa_steps or [])})
+        # kappa_lk's kappas at the full data's reference L/K are not comparable across refits
+        # (each refit has its own reference): its gamma is what the CI is for
+        lk = a.kappa_lk or {}
+        out.append({"kappa": [a.kappa], "kappa_step": list(a.kappa_steps or []),
+                    "kappa_lk": [*lk.get("kappa_steps", []), lk["exponent"]] if lk else []})
         print(f"  bootstrap {i + 1}/{n}", file=sys.stderr, flush=True)
     return out
 
 
-def ceiling(cal: Calibration, traces: list[Trace], sims: int, seed: int) -> list[float]:
-    """R² of the kappa_step fit on data drawn from it (its R² if it were the truth)."""
+def ceiling(cal: Calibration, traces: list[Trace], sims: int, seed: int,
+            form: str = "kappa_lk") -> list[float]:
+    """R² of the `form` fit on data drawn from it (its R² if it were the truth)."""
     rng = np.random.default_rng(seed)
     share = [tr for tr in traces if tr.policy == "share"]
     k = max(tr.num_speculative_tokens for tr in share)
@@ -156,13 +165,13 @@ def ceiling(cal: Calibration, traces: list[Trace], sims: int, seed: int) -> list
         cond = np.zeros((ctx.size, k))
         for KK in np.unique(K):
             m = K == KK
-            cond[m] = FittedAcceptance(cal, "share", k, int(KK), "kappa_step").conditional(ctx[m], u[m])
+            cond[m] = FittedAcceptance(cal, "share", k, int(KK), form).conditional(ctx[m], u[m])
         ok = np.cumprod(rng.random(cond.shape) < cond, axis=1)
         reached = np.concatenate([np.ones((ctx.size, 1), bool), ok[:, :-1].astype(bool)], axis=1)
         reached &= np.arange(k)[None, :] < drafted[:, None]
         ii, pp = np.nonzero(reached)
         sim = {"ctx": ctx[ii], "pos": pp, "y": ok[ii, pp].astype(float)}
-        pred = predicted_rates(cal, "kappa_step", "share", ctx[ii], pp, k, K[ii])
+        pred = predicted_rates(cal, form, "share", ctx[ii], pp, k, K[ii])
         out.append(binned_r2(sim, pred, k))
     return out
 
@@ -184,7 +193,7 @@ def heldout(cal: Calibration, exp_path: str, real_dir: Path) -> dict[str, Any]:
                  for p in ("fresh", "share")}
         pred[form] = [100 * (s - f) for f, s in zip(rates["fresh"], rates["share"], strict=True)]
     out = []
-    for i in range(1, len(pred["kappa"])):
+    for i in range(1, len(pred[FORMS[0]])):
         r = rows.get(f"pos{i}")
         if r is None or math.isnan(r.ci_low):
             continue
@@ -243,14 +252,16 @@ def main() -> None:
     res: dict[str, Any] = {"traces": files, "distinct_traces": len(uniq), "params": params_of(cal)}
     res["share"] = {"kappa (own overlap, as fitted)": share_fit(cal, uniq, "kappa", True),
                     "kappa (overlap curve, as simulated)": share_fit(cal, uniq, "kappa", False),
-                    "kappa_step (overlap curve)": share_fit(cal, uniq, "kappa_step", False)}
+                    "kappa_step (overlap curve)": share_fit(cal, uniq, "kappa_step", False),
+                    "kappa_lk (overlap curve)": share_fit(cal, uniq, "kappa_lk", False)}
     if a.boot:
         boots = bootstrap(uniq, a.boot, a.seed)
         res["ci"] = {form: [ci([b[form][j] for b in boots if len(b[form]) > j])
                             for j in range(len(res["params"][form]))] for form in FORMS}
     if a.sims:
         r2s = ceiling(cal, uniq, a.sims, a.seed)
-        res["r2_if_true"] = {"median": float(np.median(r2s)), "p05": float(np.percentile(r2s, 5)),
+        res["r2_if_true"] = {"form": "kappa_lk", "median": float(np.median(r2s)),
+                             "p05": float(np.percentile(r2s, 5)),
                              "p95": float(np.percentile(r2s, 95)),
                              "share_at_least_0.9": float(np.mean(np.asarray(r2s) >= 0.9))}
     res["heldout"] = []
@@ -276,14 +287,16 @@ def print_report(res: dict[str, Any]) -> None:
         cis = res.get("ci", {}).get(form, [None] * len(vals))
         txt = ", ".join(f"{v:.2f}" + (f" [{c[0]:.2f}, {c[1]:.2f}]" if c else "")
                         for v, c in zip(vals, cis, strict=True))
-        print(f"  {form:10s} {'per draft step 1..k-1: ' if form == 'kappa_step' else ''}{txt}")
+        label = {"kappa_step": "per draft step 1..k-1: ",
+                 "kappa_lk": "per draft step 1..k-1 at the reference L/K, then gamma: "}.get(form, "")
+        print(f"  {form:10s} {label}{txt}")
     print("\nshare, conditional rate per position: observed / fitted (%), R² over context bins")
     for name, fit in res["share"].items():
         pp = "  ".join(f"{100 * p['observed']:.1f}/{100 * p['predicted']:.1f}" for p in fit["per_position"])
         print(f"  {name:38s} R² {fit['r2']:.3f}   {pp}")
     if "r2_if_true" in res:
         c = res["r2_if_true"]
-        print(f"  R² the kappa_step model reaches on data drawn from itself: median {c['median']:.3f} "
+        print(f"  R² the {c['form']} model reaches on data drawn from itself: median {c['median']:.3f} "
               f"(90 %: {c['p05']:.3f}-{c['p95']:.3f}); >= 0.9 in {100 * c['share_at_least_0.9']:.0f} %")
     if res["heldout"]:
         print("\nHeld out: share - fresh per position (pp, vLLM's per-position rates); real with its "
@@ -292,16 +305,20 @@ def print_report(res: dict[str, Any]) -> None:
             print(f"  {h['experiment']} ({h['requests'][0]} requests per policy)")
             for p in h["positions"]:
                 print(f"    pos {p['pos']}: real {p['real']:+.2f} [{p['lo']:+.2f}, {p['hi']:+.2f}]   "
-                      f"kappa {p['kappa']:+.2f} ({'yes' if p['kappa_within'] else 'no'})   "
-                      f"kappa_step {p['kappa_step']:+.2f} ({'yes' if p['kappa_step_within'] else 'no'})")
+                      + _forms(p))
     for c in res.get("campaign", []):
         print(f"  {c['folder']} (acceptance campaign; T = 0 is outside the calibration's T = 1)")
         for p in c["cells"]:
             print(f"    L {p['context']}, T {p['temperature']:g}, pos {p['pos']}: real {p['real']:+.2f} "
-                  f"[{p['lo']:+.2f}, {p['hi']:+.2f}]   kappa {p['kappa']:+.2f} "
-                  f"({'yes' if p['kappa_within'] else 'no'})   kappa_step {p['kappa_step']:+.2f} "
-                  f"({'yes' if p['kappa_step_within'] else 'no'})")
+                  f"[{p['lo']:+.2f}, {p['hi']:+.2f}]   " + _forms(p))
+    pairs = [p for h in res["heldout"] for p in h["positions"]]
+    if pairs:
+        print("\nHeld-out (run, position) pairs with the prediction inside the real 95 % CI: "
+              + ", ".join(f"{f} {sum(p[f + '_within'] for p in pairs)}/{len(pairs)}" for f in FORMS))
 
+
+def _forms(p: dict[str, Any]) -> str:
+    return "   ".join(f"{f} {p[f]:+.2f} ({'yes' if p[f + '_within'] else 'no'})" for f in FORMS)
 
 if __name__ == "__main__":
     main()

@@ -17,6 +17,7 @@ CTX_REF = 600.0
 B = np.array([[1.2, -0.4], [0.5, -0.2], [0.0, 0.3]])  # [k][b0, b1]
 SIGMA = 0.6
 KAPPA = 2.0
+LK_REF_TRUE = 10.0  # L / K at which kappa_lk's synthetic kappas are the given ones
 OVERLAP_U = np.array([[-1.0, 0.5], [-1.5, 0.3]])  # share, draft steps 1, 2
 COST = {  # seconds per feature unit (names of mtpsim.calibration.models.cost_features)
     "prefill": {"tokens": 1.5e-4, "token_keys": 6e-6, "pairs": 1e-7},
@@ -59,11 +60,13 @@ def true_overlap(ctx: float, step: int) -> float:
 
 def make_trace(policy: str, seed: int, n_requests: int = 80, conc: int = 6,
                cost_noise: float = 0.0, attention: bool = True,
-               kappa_steps: tuple[float, ...] | None = None, overlap_noise: float = 0.0) -> Trace:
+               kappa_steps: tuple[float, ...] | None = None, overlap_noise: float = 0.0,
+               lk_exponent: float = 0.0) -> Trace:
     """`attention`: record each phase's sparse-attention seconds (its per-key cost term).
     `kappa_steps`: draw share's acceptance with a kappa per draft step (penalty kappa_step)
     instead of KAPPA; `overlap_noise`: the recorded overlap scatters around the curve by this
-    (normal SD), while acceptance follows the curve's overlap."""
+    (normal SD), while acceptance follows the curve's overlap. `lk_exponent`: each kappa scaled
+    by ((L / K) / LK_REF_TRUE) ** this (penalty kappa_lk)."""
     rng = np.random.default_rng(seed)
     prompts = rng.integers(150, 1500, n_requests)
     outputs = rng.integers(40, 120, n_requests)
@@ -82,7 +85,9 @@ def make_trace(policy: str, seed: int, n_requests: int = 80, conc: int = 6,
                 b0, b1 = B[i]
                 p = sigmoid(b0 + b1 * math.log(ctx / CTX_REF) + shift[rid])
                 if i > 0 and policy == "share":
-                    p *= 1 - (1 - ovl[i - 1]) ** (KAPPA if kappa_steps is None else kappa_steps[i - 1])
+                    kap = KAPPA if kappa_steps is None else kappa_steps[i - 1]
+                    kap *= (ctx / TOPK / LK_REF_TRUE) ** lk_exponent
+                    p *= 1 - (1 - ovl[i - 1]) ** kap
                 ok = ok and rng.random() < p
                 acc.append(int(ok))
             if overlap_noise:

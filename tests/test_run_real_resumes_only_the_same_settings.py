@@ -103,3 +103,25 @@ def test_weights_are_compared_by_content_not_by_path(tmp_path):
     refused = _run(spec, out)
     assert refused.exit_code == 2, refused.output
     assert "reference weights (content)" in refused.output and "--force" in refused.output
+
+
+def test_a_result_from_before_a_new_default_field_is_still_resumed(tmp_path):
+    """A result written before mtpsim gained a spec field (its spec lacks the key) resumes while
+    the new field keeps its default, and is refused once the field is set to something else."""
+    import json
+
+    spec, out = _setup(tmp_path), tmp_path / "out"
+    assert _run(spec, out).exit_code == 0
+    path = out / "fresh.json"
+    obj = json.loads(path.read_text())
+    del obj["spec"]["acceptance"]["critical_lk_exponent"]  # as an older mtpsim wrote it
+    del obj["spec"]["uncertainty"]["context_acceptance_extrapolation_pct"]
+    path.write_text(json.dumps(obj))
+    first = path.stat().st_mtime_ns
+
+    kept = _run(spec, out)
+    assert kept.exit_code == 0 and "fresh: kept" in kept.output, kept.output
+    assert path.stat().st_mtime_ns == first
+
+    changed = _run(spec, out, "--set", "acceptance.critical_lk_exponent=0.5")
+    assert changed.exit_code == 2 and "acceptance.critical_lk_exponent" in changed.output

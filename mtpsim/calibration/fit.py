@@ -29,6 +29,7 @@ import datetime as _dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares, minimize, minimize_scalar, nnls
@@ -44,6 +45,7 @@ from mtpsim.calibration.schema import (
 from mtpsim.models.acceptance import keep_factor
 from mtpsim.models.cost import KEY_FEATURES, StepQuantities, cost_features
 from mtpsim.models.overlap import agreement_curve, fitted_agreement, overlap_from_agreement
+from mtpsim.models.penalty import fitted_kappa
 from mtpsim.policies import BASELINE, policies_where, traits
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace
@@ -233,6 +235,42 @@ def _fit_kappa_steps(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float,
     return out
 
 
+def _fit_kappa_lk(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float, ctx_ref: float,
+                  start: list[float]) -> dict[str, Any] | None:
+    """ML kappa per draft step and one exponent gamma of L / K (penalty `kappa_lk`:
+    kappa_s * ((L / K) / r_ref) ** gamma, r_ref the events' geometric-mean L / K), against the
+    curve's overlap, curves and spread held fixed; started from the kappa_step fit `start`."""
+    k, x, nodes, weights, d, n_req, head = _held_curves(d, rows, sigma, ctx_ref)
+    o = np.clip(d["ovl"], 0.0, 1.0)
+    steps = [s for s in range(1, k) if np.any((d["pos"] == s) & (o < 1.0))]
+    if not steps or not start:
+        return None
+    ratio = d["ctx"] / d["topk"]
+    used = (d["pos"] >= 1) & (o < 1.0)
+    ratio_ref = float(np.exp(np.mean(np.log(ratio[used]))))
+    lr = np.log(ratio / ratio_ref)
+    lo, hi = math.log(0.05), math.log(1e4)
+
+    def f(theta: np.ndarray) -> float:
+        kap = np.ones(k)
+        kap[steps] = np.exp(theta[:-1])
+        kap_e = kap[d["pos"]] * np.exp(theta[-1] * lr)
+        return _neg_loglik(head, d, k, x, False, nodes, weights, n_req, keep=keep_factor(o, kap_e))
+
+    x0 = np.append(np.log(np.clip([start[s - 1] for s in steps], 0.06, 9e3)), 0.0)
+    best = None
+    for g0 in (0.0, 1.0, -1.0):  # the likelihood need not be convex in gamma: a few starts
+        sol = minimize(f, np.append(x0[:-1], g0), method="L-BFGS-B",
+                       bounds=[(lo, hi)] * len(steps) + [(-5.0, 5.0)])
+        if best is None or sol.fun < best.fun:
+            best = sol
+    fitted = dict(zip(steps, np.exp(best.x[:-1]).tolist(), strict=True))
+    out: list[float] = []
+    for s in range(1, k):
+        out.append(fitted.get(s, out[-1] if out else float(np.exp(best.x[0]))))
+    return {"kappa_steps": out, "exponent": float(best.x[-1]), "ratio_ref": ratio_ref}
+
+
 def _acceptance_report(ev: Events, cal_predict, k: int) -> dict:
     """Observed vs predicted conditional rate per policy, position and context bin; R^2 over
     the bins (weighted by events) and the mean absolute residual in points."""
@@ -312,15 +350,16 @@ def fit_acceptance(traces: Sequence[Trace], overlap: OverlapFit | None = None) -
     if base_rows is None:  # no fresh-like policy: the base is the first own fit
         base_rows = np.asarray(next(iter(own.values())))
 
-    kappa_steps = None
+    kappa_steps, kappa_lk = None, None
     if kappa is not None:
         ov = overlap if overlap is not None else fit_overlap(traces)
         reuse = [p for p in pooled if traits(p).reuses_own_row]
         d = ev.arrays(reuse)
         d["ovl"] = curve_overlap(d, ov)
         kappa_steps = _fit_kappa_steps(d, np.asarray(base_rows), sigma, ctx_ref) or None
+        kappa_lk = _fit_kappa_lk(d, np.asarray(base_rows), sigma, ctx_ref, kappa_steps or [])
 
-    def predict(policy: str, d: dict[str, np.ndarray], steps: bool = False) -> np.ndarray | None:
+    def predict(policy: str, d: dict[str, np.ndarray], steps: str = "") -> np.ndarray | None:
         # mean over the request spread: E[sigmoid(eta + u)] by quadrature
         rows = np.asarray(own.get(policy, base_rows))
         x = np.log(d["ctx"] / ctx_ref)
@@ -329,20 +368,26 @@ def fit_acceptance(traces: Sequence[Trace], overlap: OverlapFit | None = None) -
         a = (1 / (1 + np.exp(-eta))) @ weights / math.sqrt(math.pi)
         if not traits(policy).reuses_own_row or policy in own:
             return None if steps else a
-        if steps:
-            if kappa_steps is None:
+        if steps:  # a form fitted on the overlap curve
+            kap = fitted_kappa(steps, 1, kappa, kappa_steps, kappa_lk, 1.0)
+            if kap is None:
                 return None
-            kap = np.asarray([1.0, *kappa_steps])[d["pos"]]
+            kap = np.ones(d["pos"].size)
+            for pos in np.unique(d["pos"][d["pos"] > 0]):
+                m = d["pos"] == pos
+                kap[m] = fitted_kappa(steps, int(pos), kappa, kappa_steps, kappa_lk,
+                                      d["ctx"][m] / d["topk"][m])
             return a * keep_factor(np.clip(curve_overlap(d, ov), 0, 1), kap)
         if kappa is not None:
             a = a * keep_factor(np.clip(d["ovl"], 0, 1), kappa)
         return a
 
     report = _acceptance_report(ev, predict, k)
-    for p, rep in _acceptance_report(ev, lambda p, d: predict(p, d, steps=True), k).items():
-        report[p]["kappa_step"] = rep  # type: ignore[index]
+    for form in ("kappa_step", "kappa_lk"):
+        for p, rep in _acceptance_report(ev, lambda p, d, f=form: predict(p, d, steps=f), k).items():
+            report[p][form] = rep  # type: ignore[index]
     return AcceptanceFit(ctx_ref, np.asarray(base_rows).tolist(), kappa, sigma, own, report,
-                         kappa_steps)
+                         kappa_steps, kappa_lk)
 
 
 def fit_overlap(traces: Sequence[Trace]) -> OverlapFit:

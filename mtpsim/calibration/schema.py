@@ -15,7 +15,8 @@ Models (mtpsim.models): conditional acceptance at draft position i and context L
 request (top-k enters only through the overlap: one calibrated top-k says nothing more), o_i the
 policy's top-k overlap at draft step i (1 for `fresh` and at step 0); with `acceptance.penalty =
 "kappa_step"` the simulator uses `kappa_steps[i - 1]` (one kappa per draft step >= 1, optional:
-files fitted before it lack it) in place of `kappa`; policies
+files fitted before it lack it) in place of `kappa`, and with `"kappa_lk"` `kappa_lk.kappa_steps[i -
+1] * ((L / K) / kappa_lk.ratio_ref) ** kappa_lk.exponent`; policies
 listed under `acceptance.policies` use their own [b0, b1] instead. Overlap at draft step s >= 1:
 agreement beyond chance `c = sigmoid(u0_s + u1_s * ln(L / K))`, fed through the formulas of
 mtpsim.models.overlap. Step cost: each phase is `coef . features` (seconds), plus `gap_s` per step.
@@ -52,6 +53,8 @@ class AcceptanceFit:
     report: dict[str, Any] = field(default_factory=dict)
     # penalty "kappa_step": kappa per draft step 1..k-1, fitted against the fitted overlap curve
     kappa_steps: list[float] | None = None
+    # penalty "kappa_lk": {"kappa_steps": [k-1], "exponent": gamma, "ratio_ref": r} (same curve)
+    kappa_lk: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,10 @@ class Calibration:
     def write(self, path: str | Path) -> None:
         atomic_write_json(path, self.to_json())
 
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
 class _Reader:
@@ -173,6 +180,20 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
             raise rd.fail("acceptance.kappa_steps", f"expected {len(base) - 1} numbers in "
                           f"(0, 1e6] (one per draft step 1..k-1), or null; got {_short(kappa_steps)}")
         kappa_steps = [float(x) for x in kappa_steps]
+    kappa_lk = acc.get("kappa_lk")
+    if kappa_lk is not None:
+        ok = isinstance(kappa_lk, dict)
+        ks = kappa_lk.get("kappa_steps") if ok else None
+        ok = ok and isinstance(ks, list) and len(ks) == len(base) - 1 and all(
+            _finite(x) and 0 < x <= 1e6 for x in ks)
+        ok = ok and _finite(kappa_lk.get("exponent")) and abs(kappa_lk["exponent"]) <= 10
+        ok = ok and _finite(kappa_lk.get("ratio_ref")) and 0 < kappa_lk["ratio_ref"] <= 1e6
+        if not ok:
+            raise rd.fail("acceptance.kappa_lk", f"expected {{\"kappa_steps\": {len(base) - 1} "
+                          "numbers in (0, 1e6], \"exponent\": a number in [-10, 10], "
+                          f"\"ratio_ref\": a number in (0, 1e6]}}, or null; got {_short(kappa_lk)}")
+        kappa_lk = {"kappa_steps": [float(x) for x in ks], "exponent": float(kappa_lk["exponent"]),
+                    "ratio_ref": float(kappa_lk["ratio_ref"])}
     pol = rd.table(acc, "policies", "acceptance.")
     policies = {str(p): rd.rows(v, f"acceptance.policies.{p}", 2) for p, v in pol.items()}
     ctx_ref = rd.num(acc, "context_ref", "acceptance.")
@@ -223,7 +244,7 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
     return Calibration(
         engine=str(obj.get("engine", "")), sources=sources,
         acceptance=AcceptanceFit(float(ctx_ref), base, kappa, float(sigma), policies,
-                                 rd.report(acc, "acceptance."), kappa_steps),
+                                 rd.report(acc, "acceptance."), kappa_steps, kappa_lk),
         overlap=overlap, cost=CostFit(phases, float(gap), rd.report(cost, "cost.")),
         ranges={str(k): list(v) for k, v in ranges.items() if isinstance(v, list)},
         created=str(obj.get("created", "")), mtpsim_version=str(obj.get("mtpsim_version", "?")),

@@ -56,12 +56,37 @@ def _settings(spec: dict) -> dict:
     return {k: v for k, v in json.loads(json.dumps(spec)).items() if k not in _NOT_SETTINGS}
 
 
+_ABSENT = object()
+
+
 def _changed(old: Any, new: Any, prefix: str = "") -> list[str]:
-    """Dotted keys whose values differ between two spec dicts."""
+    """Dotted keys whose values differ between two spec dicts. A field the old result's spec
+    lacks (added to mtpsim since) counts as unchanged while the new spec holds its default."""
     if isinstance(old, dict) and isinstance(new, dict):
-        return [d for k in sorted(set(old) | set(new))
-                for d in _changed(old.get(k), new.get(k), f"{prefix}{k}.")]
+        out = []
+        for k in sorted(set(old) | set(new)):
+            key = f"{prefix}{k}"
+            if k not in old and _json_default(key) == new[k]:
+                continue
+            out += _changed(old.get(k, _ABSENT), new.get(k, _ABSENT), key + ".")
+        return out
     return [] if old == new else [prefix.rstrip(".")]
+
+
+def _json_default(dotted: str) -> Any:
+    """The default of spec field `section.key` as a spec dict holds it (_ABSENT if none)."""
+    import dataclasses
+
+    from mtpsim.spec.experiment import SECTIONS
+
+    section, _, key = dotted.partition(".")
+    fields = {f.name: f for f in dataclasses.fields(SECTIONS[section])} if section in SECTIONS else {}
+    f = fields.get(key)
+    if f is None:
+        return _ABSENT
+    value = f.default if f.default is not dataclasses.MISSING else (
+        f.default_factory() if f.default_factory is not dataclasses.MISSING else _ABSENT)
+    return value if value is _ABSENT else json.loads(json.dumps(value))
 
 
 def _weights_sha(exp: Experiment) -> str | None:

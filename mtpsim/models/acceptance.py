@@ -4,8 +4,9 @@ Conditional rates a_i = P(draft i accepted | drafts 0..i-1 accepted). A policy t
 multiplies each a_i by the share of the "critical" attention entries its selection keeps,
     a_i' = a_i * (1 - (1 - o_i) ** kappa_i)                             (`keep_factor`)
 o_i being the overlap with the fresh selection at draft step i (mtpsim.models.overlap) and
-kappa_i one kappa for every step (`penalty = "kappa"`) or one per step (`"kappa_step"`;
-mtpsim.models.penalty). The form says: a draft survives if at least one of kappa equally likely
+kappa_i one kappa for every step (`penalty = "kappa"`), one per step (`"kappa_step"`) or one
+per step scaled with the context's ratio to the top-k (`"kappa_lk"`; mtpsim.models.penalty).
+The form says: a draft survives if at least one of kappa equally likely
 evidence positions stays selected; a large kappa makes acceptance robust to moderate overlap
 loss and collapse only when the overlap is small (target_share at long context).
 
@@ -56,6 +57,7 @@ class AcceptanceModel:
     offset: np.ndarray  # [k] logit offsets that keep the draft-weighted aggregate at the input
     penalty: str = "kappa"  # mtpsim.models.penalty
     kappa_step_exponent: float = 0.0  # kappa_s = kappa * s ** this (penalty "kappa_step")
+    kappa_lk_exponent: float = 0.0  # x ((L / K) / 16) ** this (penalty "kappa_lk")
 
     @classmethod
     def from_experiment(cls, exp: Experiment, policy: str) -> AcceptanceModel:
@@ -69,7 +71,7 @@ class AcceptanceModel:
         return cls(policy, cond, measured is None, exp.index_topk,
                    a.overlap_agreement, a.overlap_step_exponent, a.target_agreement,
                    a.critical_entries, a.request_sigma, spread_offsets(cond, a.request_sigma),
-                   a.penalty, a.critical_step_exponent)
+                   a.penalty, a.critical_step_exponent, a.critical_lk_exponent)
 
     @property
     def k(self) -> int:
@@ -91,7 +93,8 @@ class AcceptanceModel:
                 continue
             o = overlap(self.policy, context, i, self.topk, params)
             out[:, i] = keep_factor(o, parametric_kappa(self.penalty, i, self.kappa,
-                                                        self.kappa_step_exponent))
+                                                        self.kappa_step_exponent,
+                                                        self.kappa_lk_exponent, context / self.topk))
         return out
 
     def marginal(self, context: np.ndarray, request_shift: np.ndarray | None = None) -> np.ndarray:
@@ -191,10 +194,12 @@ class FittedAcceptance:
         if not t.step0_as_fresh and self.policy not in a.policies:
             raise CalibrationError(self.cal.path, f"acceptance.policies.{self.policy}",
                                    f"missing: no trace of policy {self.policy!r} was fitted")
-        if t.reuses_own_row and fitted_kappa(self.penalty, 1, a.kappa, a.kappa_steps) is None:
-            field = "kappa_steps" if self.penalty == "kappa_step" else "kappa"
-            hint = (" (a file fitted before the kappa_step form: refit it with mtpsim simulate "
-                    "--trace ... --save-calibration)" if field == "kappa_steps" and a.kappa else "")
+        if (t.reuses_own_row
+                and fitted_kappa(self.penalty, 1, a.kappa, a.kappa_steps, a.kappa_lk) is None):
+            field = {"kappa_step": "kappa_steps", "kappa_lk": "kappa_lk"}.get(self.penalty, "kappa")
+            hint = (f" (a file fitted before the {self.penalty} form: refit it with mtpsim "
+                    "simulate --trace ... --save-calibration)" if field != "kappa" and a.kappa
+                    else "")
             raise CalibrationError(self.cal.path, f"acceptance.{field}",
                                    f"missing: {self.policy!r} needs a trace of a reuse policy{hint}")
 
@@ -224,9 +229,10 @@ class FittedAcceptance:
             a = _sigmoid(b0 + b1 * x + shift)
             if linked and not t.runs_indexer(i):
                 o = fitted_overlap(self.cal, self.policy, context, i, self.topk)
-                kappa = fitted_kappa(self.penalty, i, self.cal.acceptance.kappa,
-                                     self.cal.acceptance.kappa_steps)
-                a = a * keep_factor(o, float(kappa))  # type: ignore[arg-type]
+                acc = self.cal.acceptance
+                kappa = fitted_kappa(self.penalty, i, acc.kappa, acc.kappa_steps, acc.kappa_lk,
+                                     context / self.topk)
+                a = a * keep_factor(o, np.asarray(kappa, float))
             out[:, i] = a
         return out
 

@@ -48,13 +48,14 @@ class Decoding:
     accepted: np.ndarray  # [n]
     accepted_per_pos: np.ndarray  # [n, k]
     blocks: list[Block]
+    expected: np.ndarray | None = None  # [n] the model's mean accepted drafts over those steps
 
 
 def draw_decoding(acc: Any, rng: np.random.Generator | None, input_len: np.ndarray,
                   output_len: np.ndarray, shift: np.ndarray, k: int, size: int) -> Decoding:
     """Draw every request's decode steps (`rng` None: expected-value mode, no draws)."""
     n = input_len.size
-    out = Decoding(np.zeros(n, np.int64), np.zeros(n), np.zeros((n, k)), [])
+    out = Decoding(np.zeros(n, np.int64), np.zeros(n), np.zeros((n, k)), [], np.zeros(n))
     groups = range(0, n, GROUP)
     streams = rng.spawn(len(groups)) if rng is not None else [None] * len(groups)
     for lo, stream in zip(groups, streams, strict=True):
@@ -71,6 +72,7 @@ def _draw_group(acc: Any, rng: np.random.Generator | None, rows: slice, input_le
     gen = np.ones(m)
     open_ = need > 1e-9
     steps, accepted, per_pos = out.steps[rows], out.accepted[rows], out.accepted_per_pos[rows]
+    expected = out.expected[rows]
     b = 0
     while open_.any():
         marg = acc.marginal(inp + gen, shift[rows])  # [m, k]
@@ -85,6 +87,7 @@ def _draw_group(acc: Any, rng: np.random.Generator | None, rows: slice, input_le
         hit = reach.any(axis=1)
         used = np.where(hit, reach.argmax(axis=1) + 1, size) * open_  # steps taken in block
         steps += used
+        expected += used * marg.sum(axis=1)
         if rng is None:
             accepted += used * marg.sum(axis=1)
             per_pos += used[:, None] * marg

@@ -39,6 +39,7 @@ class RequestTable:
     drafts: np.ndarray = field(init=False)
     accepted: np.ndarray = field(init=False)
     accepted_per_pos: np.ndarray = field(init=False)  # [n, k]
+    expected_accepted: np.ndarray = field(init=False)  # the acceptance model's mean, given the path
     _itl: list[tuple[np.ndarray, ...]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -51,6 +52,7 @@ class RequestTable:
         self.drafts = np.zeros(n, dtype=np.int64)
         self.accepted = np.zeros(n)
         self.accepted_per_pos = np.zeros((n, self.k))
+        self.expected_accepted = np.zeros(n)
         self._itl = []
 
     def __len__(self) -> int:

@@ -212,6 +212,7 @@ class Simulator:
         dec, tokens = dec[:, :n], tokens[:, :n]
         drafts = dec.sum(axis=1)
         reqs.drafts[ids] += drafts
+        reqs.expected_accepted[ids] += drafts * marg.sum(axis=1)
         if accepted is None:
             reqs.accepted[ids] += drafts * marg.sum(axis=1)
             reqs.accepted_per_pos[ids] += drafts[:, None] * marg
@@ -271,6 +272,10 @@ class Simulator:
                                   counts, duration)
         metrics.update(counters.to_bench_keys())
         records = None
+        # the acceptance length the model expects on the path drawn (no draw noise): what a
+        # calibrated acceptance model predicts, apart from one run's sampling luck
+        extra_expected = {"expected_acceptance_length": 1.0 + float(reqs.expected_accepted.sum())
+                          / max(drafts, 1)}
         if self.records:
             # Whole counts per position; a request's accepted tokens are their sum (expected-value
             # mode carries fractions, and rounding the total apart could break that identity).
@@ -294,7 +299,7 @@ class Simulator:
                    "python_iterations": log.python_iterations,
                    "step_saving_vs_fresh_s": log.saved_vs_fresh_s / max(log.steps, 1),
                    "phases_total_s": dict(log.totals),
-                   "acceptance_mode": self.exp.acceptance.mode})
+                   "acceptance_mode": self.exp.acceptance.mode, **extra_expected})
 
 
 def simulate(exp: Experiment, policy: str, progress: Progress | None = None,

@@ -160,11 +160,17 @@ class AcceptanceSpec:
     critical_entries: float = option(8.0, "kappa in a' = a * (1 - (1 - overlap)**kappa)",
                                      greater_than(0))
     penalty: str = option("kappa", "overlap -> acceptance link: kappa (one kappa at every draft "
-                          "step) or kappa_step (a kappa per step: critical_entries * "
-                          "s**critical_step_exponent, or a calibration's per-step fit)",
-                          one_of("kappa", "kappa_step"))
-    critical_step_exponent: float = option(0.0, "penalty kappa_step: kappa at draft step s is "
-                                           "critical_entries * s**this", in_range(-10, 10))
+                          "step), kappa_step (a kappa per step: critical_entries * "
+                          "s**critical_step_exponent, or a calibration's per-step fit) or "
+                          "kappa_lk (kappa_step scaled by ((L/K)/16)**critical_lk_exponent, or a "
+                          "calibration's fit of it)",
+                          one_of("kappa", "kappa_step", "kappa_lk"))
+    critical_step_exponent: float = option(0.0, "penalty kappa_step / kappa_lk: kappa at draft "
+                                           "step s is critical_entries * s**this",
+                                           in_range(-10, 10))
+    critical_lk_exponent: float = option(0.0, "penalty kappa_lk: kappa scales with ((context / "
+                                         "top-k) / 16)**this (> 0: the entries lost at large L/K "
+                                         "matter less)", in_range(-5, 5))
     policy_rates: dict[str, tuple[float, ...]] = option(
         {}, "measured per-position rates that replace the model for a policy",
         each(each(in_range(0, 1))))

@@ -19,6 +19,7 @@ import numpy as np
 from mtpsim.uncertainty.summary import Interval
 
 COVERAGE_METRICS = ("spec_decode_acceptance_length", "output_throughput", "median_tpot_ms")
+ACCEPTANCE_METRIC = "spec_decode_acceptance_length"
 # median half-width limits inside the calibrated range, % of the median
 WIDTH_LIMITS = {"spec_decode_acceptance_length": 3.0, "output_throughput": 12.0,
                 "median_tpot_ms": 12.0}
@@ -63,17 +64,29 @@ def real_delta(real: Mapping[str, Mapping[str, float]], policy: str, base: str,
 
 
 def score_run(config: str, summary: Mapping, real: Mapping[str, Mapping[str, float]],
-              policies: Sequence[str], inside: bool, prob: float) -> list[Scored]:
-    """Every level and delta of COVERAGE_METRICS against the real figures."""
+              policies: Sequence[str], inside: bool, prob: float,
+              expected_acceptance: bool = False) -> list[Scored]:
+    """Every level and delta of COVERAGE_METRICS against the real figures. With
+    `expected_acceptance`, acceptance is scored by the interval of the model's expected
+    acceptance length (no draw noise; the real run's own sampling noise then belongs to the
+    measurement, see `with_run_noise`)."""
+    from mtpsim.uncertainty.draws import EXPECTED_AL
+
+    def key(m: str) -> str:
+        use = expected_acceptance and m == ACCEPTANCE_METRIC and EXPECTED_AL in summary["metrics"][
+            policies[0]]
+        return EXPECTED_AL if use else m
+
     out = []
     a = 1 - prob
     for p in policies:
         for m in COVERAGE_METRICS:
-            out.append(Scored(config, p, m, float(real[p][m]), summary["metrics"][p][m], inside, a))
+            out.append(Scored(config, p, m, float(real[p][m]), summary["metrics"][p][key(m)],
+                              inside, a))
     for p in policies[1:]:
         for m in COVERAGE_METRICS:
             out.append(Scored(config, f"{p}-{policies[0]}", m, real_delta(real, p, policies[0], m),
-                              summary["deltas"][p][m], inside, a))
+                              summary["deltas"][p][key(m)], inside, a))
     return out
 
 

@@ -24,6 +24,9 @@ from mtpsim.uncertainty.priors import PARAMS, Prior, resolved
 
 METRICS = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "p90_ttft_ms",
            "spec_decode_acceptance_length")
+# kept beside METRICS, not tabled: the acceptance length the model expects on the drawn path (no
+# Bernoulli draw noise), what coverage scores against a real run widened by that run's own noise
+EXPECTED_AL = "expected_acceptance_length"
 # discrepancy scores: timing level (all policies), timing per policy, acceptance level, per policy
 Z_NAMES = ("z_time", "z_time_policy", "z_accept", "z_accept_policy")
 
@@ -58,7 +61,7 @@ def drawn_priors(exp: Experiment) -> dict[str, Prior]:
         if cond is None:
             return True
         section, key = cond[0].split(".")
-        return getattr(getattr(exp, section), key) == cond[1]
+        return getattr(getattr(exp, section), key) in cond[1]
 
     return {n: p for n, p in priors.items() if p.kind != "fixed" and acts(n)
             and not (exp.calibration.file and PARAMS[n].calibrated_by_file)}
@@ -164,8 +167,10 @@ def run_draw(exp: Experiment, draw: Draw, calibration: Any = None) -> dict[str, 
             sim.cost = ScaledCost(sim.cost, factors)
             if sim.fresh_cost is not None:
                 sim.fresh_cost = ScaledCost(sim.fresh_cost, factors)
-        m = sim.run().metrics
-        out[policy] = {k: float(m[k]) for k in METRICS}
+        res = sim.run()
+        out[policy] = {k: float(res.metrics[k]) for k in METRICS}
+        if EXPECTED_AL in res.extra:
+            out[policy][EXPECTED_AL] = float(res.extra[EXPECTED_AL])
     return out
 
 

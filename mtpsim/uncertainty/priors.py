@@ -26,7 +26,7 @@ class Param:
     default: str  # the prior the presets ship
     source: str  # where the default comes from
     calibrated_by_file: bool = False  # a `[calibration] file` replaces it (then not drawn)
-    only_with: tuple[str, str] | None = None  # (spec field, value) it acts under; else not drawn
+    only_with: tuple[str, tuple[str, ...]] | None = None  # (spec field, values it acts under)
 
 
 PARAMS: dict[str, Param] = {
@@ -77,7 +77,12 @@ PARAMS: dict[str, Param] = {
     "critical_step_exponent": Param(
         "acceptance.critical_step_exponent", -10.0, 10.0, "fixed",
         "reference-engine fits (docs/simulator.md, transfer); the deepseek-v3.2 preset sets a range",
-        calibrated_by_file=True, only_with=("acceptance.penalty", "kappa_step")),
+        calibrated_by_file=True, only_with=("acceptance.penalty", ("kappa_step", "kappa_lk"))),
+    "critical_lk_exponent": Param(
+        "acceptance.critical_lk_exponent", -5.0, 5.0, "fixed",
+        "reference-engine fit: 0.27 on the base model's calibration runs (docs/calibration.md); "
+        "one model size only, so not carried to DeepSeek-V3.2 by default",
+        calibrated_by_file=True, only_with=("acceptance.penalty", ("kappa_lk",))),
 }
 DISTRIBUTIONS = ("uniform", "loguniform", "normal", "fixed")
 _CALL = re.compile(r"^\s*([a-z_]+)\s*(?:\((.*)\))?\s*$")

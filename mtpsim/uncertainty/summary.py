@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from mtpsim.uncertainty.domain import Extrapolation
-from mtpsim.uncertainty.draws import METRICS, Draw
+from mtpsim.uncertainty.draws import EXPECTED_AL, METRICS, Draw
 
 TIMING = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "p90_ttft_ms")
+ACCEPTANCE = ("spec_decode_acceptance_length", EXPECTED_AL)  # absolute deltas, one discrepancy
 ACCEPT_DISCREPANCY_PCT = 1.0  # model discrepancy of acceptance length - 1 inside the range
 
 
@@ -65,15 +66,18 @@ def adjust(raw: dict[str, dict[str, float]], draw: Draw, spread: Spread,
     al = "spec_decode_acceptance_length"
     out = {}
     for policy, m in raw.items():
-        tokens = 1.0  # adjusted / simulated tokens per step
-        if al in m:
-            v, b = m[al], base[al]
+        accepted = {}
+        for key in ACCEPTANCE:
+            if key not in m:
+                continue
+            v, b = m[key], base[key]
             if policy != first:
                 active = 1.0 if steps is None else _differs(policy, first, steps)
                 v = (b + (v - b) * e_a
                      + (b - 1) * spread.effect_accept * active * draw.z["z_accept_policy"])
-            accepted = max(1.0, 1 + (v - 1) * g)
-            tokens = accepted / m[al] if m[al] > 0 else 1.0
+            accepted[key] = max(1.0, 1 + (v - 1) * g)
+        # adjusted / simulated tokens per step
+        tokens = accepted[al] / m[al] if al in accepted and m[al] > 0 else 1.0
         adj = {}
         for k, v in m.items():
             b = base[k]
@@ -82,8 +86,8 @@ def adjust(raw: dict[str, dict[str, float]], draw: Draw, spread: Spread,
                 v = v / f if k == "output_throughput" else v * f
                 adj[k] = v * tokens if k == "output_throughput" else (
                     v / tokens if k == "median_tpot_ms" else v)
-            elif k == al:
-                adj[k] = accepted
+            elif k in accepted:
+                adj[k] = accepted[k]
             else:
                 adj[k] = v
         out[policy] = adj
@@ -138,7 +142,7 @@ def interval(x: np.ndarray, w: np.ndarray | None, prob: float, delta: bool = Fal
 def delta_values(values: list[dict[str, dict[str, float]]], policy: str, base: str,
                  metric: str) -> np.ndarray:
     """Per draw: policy vs base, in % for timings, absolute for acceptance length."""
-    if metric == "spec_decode_acceptance_length":
+    if metric in ACCEPTANCE:
         return np.array([v[policy][metric] - v[base][metric] for v in values])
     return np.array([100 * (v[policy][metric] / v[base][metric] - 1) for v in values])
 
@@ -152,9 +156,11 @@ def verdict(iv: Interval, policy: str, base: str) -> str:
 def summarize(values: list[dict[str, dict[str, float]]], policies: tuple[str, ...],
               w: np.ndarray | None, prob: float) -> dict[str, dict]:
     """{"metrics": policy -> metric -> Interval, "deltas": policy -> metric -> Interval}."""
-    metrics = {p: {m: interval(np.array([v[p][m] for v in values]), w, prob) for m in METRICS}
+    keys = METRICS + ((EXPECTED_AL,) if values and all(
+        EXPECTED_AL in v[p] for v in values for p in policies) else ())
+    metrics = {p: {m: interval(np.array([v[p][m] for v in values]), w, prob) for m in keys}
                for p in policies}
     base = policies[0]
     deltas = {p: {m: interval(delta_values(values, p, base, m), w, prob, delta=True)
-                  for m in METRICS} for p in policies[1:]}
+                  for m in keys} for p in policies[1:]}
     return {"metrics": metrics, "deltas": deltas}
