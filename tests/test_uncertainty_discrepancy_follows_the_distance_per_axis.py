@@ -31,6 +31,7 @@ def test_context_counts_steeper_only_for_an_acceptance_model_fitted_to_traces():
     assert rows.accept == pytest.approx(k_only.accept)  # measured rows: every axis alike
     assert ctx.effect_accept == pytest.approx(U.context_effect_acceptance_extrapolation_pct / 100)
     assert Spread.of(_ext(), U, calibrated=True, fitted_acceptance=True).effect_accept == 0
+    assert rows.effect_accept == 0  # the priors' draws carry a roofline's effect
 
 
 def _draws(n: int = 400) -> list[Draw]:

@@ -17,6 +17,7 @@ Two forms (`acceptance.penalty` in the spec):
   attention: acceptance then loses less than the set overlap says (the calibration runs show a
   flat position-1 rate over contexts 300-1,900 where the overlap curve falls; held-out runs at
   top-32 and 4 K show ~0 penalty where kappa_step predicts 3-6 points). gamma > 0 says so.
+  On new runs (v8) it did worse than kappa_step: it is for comparison (docs/calibration.md).
   Parametric (spec): kappa_s = critical_entries * s ** critical_step_exponent *
   ((L / K) / LK_REF) ** critical_lk_exponent. Fitted: kappa_lk = {kappa_steps, exponent,
   ratio_ref} (ratio_ref the geometric mean L / K of the fitted events).

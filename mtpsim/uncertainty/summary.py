@@ -34,7 +34,8 @@ class Spread:
         """`u`: the spec's UncertaintySpec. Nothing calibrated: no discrepancy term (the
         priors alone carry the uncertainty). `fitted_acceptance`: the acceptance model was fitted
         to traces (a `[calibration] file`), whose ln-context trend is extrapolated beyond the
-        traced contexts, so context distance counts at its own, steeper rates."""
+        traced contexts, so context distance counts at its own, steeper rates, and whose fitted
+        penalty gets the additive effect term."""
         if not calibrated:
             return cls(0.0, 0.0, 0.0)
         d = ext.distance
@@ -43,8 +44,10 @@ class Spread:
         time = math.sqrt(u.discrepancy_pct ** 2 + (u.extrapolation_pct * d) ** 2 + machine ** 2)
         acc = math.hypot(ACCEPT_DISCREPANCY_PCT, u.acceptance_extrapolation_pct * (d - ctx)
                          + u.context_acceptance_extrapolation_pct * ctx)
+        # an acceptance model fitted to traces carries its penalty as fitted; a roofline's comes
+        # from the priors, whose draws already span the effect: no additive term there
         eff_acc = (u.effect_acceptance_extrapolation_pct * (d - ctx)
-                   + u.context_effect_acceptance_extrapolation_pct * ctx)
+                   + u.context_effect_acceptance_extrapolation_pct * ctx) if fitted_acceptance else 0.0
         return cls(time / 100, acc / 100, u.effect_extrapolation_pct * d / 100, eff_acc / 100)
 
 
