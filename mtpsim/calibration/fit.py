@@ -228,10 +228,16 @@ def _fit_kappa_steps(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float,
         trial = [f(np.concatenate([start[:j], [g], start[j + 1:]])) for g in grid]
         start[j] = grid[int(np.argmin(trial))]
     sol = minimize(f, start, method="L-BFGS-B", bounds=[(lo, hi)] * len(steps))
-    fitted = dict(zip(steps, np.exp(sol.x).tolist(), strict=True))
+    return _every_step(dict(zip(steps, np.exp(sol.x).tolist(), strict=True)), k,
+                       float(np.exp(common)))
+
+
+def _every_step(fitted: dict[int, float], k: int, first: float) -> list[float]:
+    """kappa for draft steps 1..k-1: a step without events takes the previous step's
+    (`first` before any)."""
     out: list[float] = []
     for s in range(1, k):
-        out.append(fitted.get(s, out[-1] if out else float(np.exp(common))))
+        out.append(fitted.get(s, out[-1] if out else first))
     return out
 
 
@@ -257,18 +263,14 @@ def _fit_kappa_lk(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float, ctx_
         kap_e = kap[d["pos"]] * np.exp(theta[-1] * lr)
         return _neg_loglik(head, d, k, x, False, nodes, weights, n_req, keep=keep_factor(o, kap_e))
 
-    x0 = np.append(np.log(np.clip([start[s - 1] for s in steps], 0.06, 9e3)), 0.0)
-    best = None
-    for g0 in (0.0, 1.0, -1.0):  # the likelihood need not be convex in gamma: a few starts
-        sol = minimize(f, np.append(x0[:-1], g0), method="L-BFGS-B",
-                       bounds=[(lo, hi)] * len(steps) + [(-5.0, 5.0)])
-        if best is None or sol.fun < best.fun:
-            best = sol
-    fitted = dict(zip(steps, np.exp(best.x[:-1]).tolist(), strict=True))
-    out: list[float] = []
-    for s in range(1, k):
-        out.append(fitted.get(s, out[-1] if out else float(np.exp(best.x[0]))))
-    return {"kappa_steps": out, "exponent": float(best.x[-1]), "ratio_ref": ratio_ref}
+    log_start = np.log(np.clip([start[s - 1] for s in steps], 0.06, 9e3))
+    # the likelihood need not be convex in gamma: a few starts
+    best = min((minimize(f, np.append(log_start, g0), method="L-BFGS-B",
+                         bounds=[(lo, hi)] * len(steps) + [(-5.0, 5.0)]) for g0 in (0.0, 1.0, -1.0)),
+               key=lambda sol: sol.fun)
+    kappas = _every_step(dict(zip(steps, np.exp(best.x[:-1]).tolist(), strict=True)), k,
+                         float(np.exp(best.x[0])))
+    return {"kappa_steps": kappas, "exponent": float(best.x[-1]), "ratio_ref": ratio_ref}
 
 
 def _acceptance_report(ev: Events, cal_predict, k: int) -> dict:
