@@ -180,6 +180,11 @@ def build(dirs: list[Path], engine_fits: dict[str, Path], boot: int, seed: int) 
                                      "ci": e.get("ci", {}).get("kappa_step"),
                                      "kappa": e["params"]["kappa"], "kappa_ci": e.get("ci", {}).get("kappa"),
                                      "r2": {n: f["r2"] for n, f in e["share"].items()}}
+            lk = e["params"].get("kappa_lk")  # [kappa_1..kappa_{k-1}, gamma]
+            if lk:
+                lk_ci = e.get("ci", {}).get("kappa_lk")
+                row["engine_penalty"]["lk_exponent"] = lk[-1]
+                row["engine_penalty"]["lk_exponent_ci"] = lk_ci[-1] if lk_ci else None
         sizes[name] = row
     return {"sizes": sizes, "dsv32": implied(sizes)}
 
@@ -203,6 +208,11 @@ def implied(sizes: dict[str, Any]) -> dict[str, Any]:
                            *zip(p1["boot"], p2["boot"], strict=True)]:
                 expo.extend(step_exponent(a, b) for a, b in zip(dsv32_agreement(u1), dsv32_agreement(u2),
                                                                strict=True))
+    gamma: list[float] = []
+    for row in sizes.values():
+        e = row.get("engine_penalty") or {}
+        if "lk_exponent" in e:
+            gamma += [e["lk_exponent"], *(e.get("lk_exponent_ci") or [])]
     kap: dict[int, list[float]] = {}
     for row in sizes.values():
         pen = row.get("penalty") or {}
@@ -222,7 +232,8 @@ def implied(sizes: dict[str, Any]) -> dict[str, Any]:
     return {"agreement": {s: span(v) for s, v in agree.items()},
             "overlap": {s: span(v) for s, v in ovl.items()},
             "agreement_step_exponent": span(expo),
-            "kappa": {s: [float(min(v)), float(max(v))] for s, v in kap.items()}}
+            "kappa": {s: [float(min(v)), float(max(v))] for s, v in kap.items()},
+            "lk_exponent": [float(min(gamma)), float(max(gamma))] if gamma else None}
 
 
 def _fmt_ci(v: float, lohi: tuple[float, float] | None, fmt: str = ".2f") -> str:
@@ -319,6 +330,13 @@ def markdown(res: dict[str, Any]) -> str:
                 return "not measured"
             return _fmt_ci(e["kappa_step"][s - 1], e["ci"][s - 1] if e.get("ci") else None)
         row(f"kappa_{s} (engine traces)", eng_cell)
+
+    def gamma_cell(r):
+        e = r.get("engine_penalty") or {}
+        if "lk_exponent" not in e:
+            return "not measured"
+        return _fmt_ci(e["lk_exponent"], e.get("lk_exponent_ci"))
+    row("gamma, kappa's L/K exponent (engine traces)", gamma_cell)
     return "\n".join(lines) + "\n"
 
 
@@ -371,6 +389,9 @@ def main() -> None:
     for s, v in sorted(imp["kappa"].items()):
         hi = "unbounded (no penalty resolved)" if v[1] >= KAPPA_MAX / 10 else f"{v[1]:.3g}"
         md += f"- kappa_{s}: {v[0]:.2f} to {hi}\n"
+    if imp.get("lk_exponent"):
+        g = imp["lk_exponent"]
+        md += f"- gamma (kappa x ((L/K)/16)^gamma): {g[0]:.2f}-{g[1]:.2f}\n"
     if a.out:
         atomic_write_json(a.out.with_suffix(".json"), _without_replicates(res))
         atomic_write_text(a.out.with_suffix(".md"), md)

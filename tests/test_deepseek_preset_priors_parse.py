@@ -18,25 +18,28 @@ RAW = {"model": {"preset": "deepseek-v3.2"}, "hardware": {"preset": "h200"}}
 def test_every_preset_prior_parses_for_its_parameter():
     priors = read_toml(PRESET, "preset")["uncertainty"]["priors"]
     assert {"overlap_agreement", "overlap_step_exponent", "critical_entries",
-            "critical_step_exponent"} <= set(priors)
+            "critical_step_exponent", "critical_lk_exponent"} <= set(priors)
     for name, text in priors.items():
         assert parse_prior(text, PARAMS[name]).kind != "fixed", name
 
 
-def test_an_experiment_on_the_preset_draws_them_and_the_step_exponent_under_kappa_step():
+def test_an_experiment_on_the_preset_draws_them_and_the_exponents_only_where_they_act():
     preset = read_toml(PRESET, "preset")["uncertainty"]["priors"]
+    exponents = {"critical_step_exponent", "critical_lk_exponent"}
     exp = load_experiment(PR)
-    assert exp.acceptance.penalty == "kappa"  # the default form: the exponent would not act
+    assert exp.acceptance.penalty == "kappa_lk"  # the default form: both exponents act
     drawn = drawn_priors(exp)
-    assert "critical_step_exponent" not in drawn
-    for name in set(preset) - {"critical_step_exponent"}:
+    for name in preset:
         assert drawn[name] == parse_prior(preset[name], PARAMS[name]), name
-    per_step = load_experiment(PR, ["acceptance.penalty=kappa_step"])
-    drawn = drawn_priors(per_step)
-    prior = drawn["critical_step_exponent"]
-    assert prior == parse_prior(preset["critical_step_exponent"], PARAMS["critical_step_exponent"])
-    values = [with_draw(per_step, d).acceptance.critical_step_exponent for d in plan(per_step, 16)]
-    assert all(prior.a <= v <= prior.b for v in values) and len(set(values)) == 16
+    values = [with_draw(exp, d).acceptance for d in plan(exp, 16)]
+    for name in exponents:
+        prior = drawn[name]
+        got = [getattr(a, name) for a in values]
+        assert all(prior.a <= v <= prior.b for v in got) and len(set(got)) == 16, name
+    one_kappa = drawn_priors(load_experiment(PR, ["acceptance.penalty=kappa"]))
+    assert not exponents & set(one_kappa)  # they would not act: not drawn
+    per_step = drawn_priors(load_experiment(PR, ["acceptance.penalty=kappa_step"]))
+    assert "critical_step_exponent" in per_step and "critical_lk_exponent" not in per_step
 
 
 def test_the_experiment_file_and_set_win_over_the_preset_key_by_key():

@@ -83,3 +83,20 @@ def test_known_overlap_curves_and_kappas_come_back_and_missing_sizes_say_so(tmp_
     lo, hi = res["dsv32"]["agreement"][1]
     truth = [float(x) for x in agreement_curve(*U[1], np.array([4.0, 64.0]) * 2048, 2048)]
     assert lo <= min(truth) and max(truth) <= hi
+
+
+def test_the_engine_fits_l_over_k_exponent_is_carried_with_its_ci(tmp_path):
+    mod = _module()
+    _campaign(tmp_path / "toy", np.random.default_rng(1))
+    fit = tmp_path / "fit.json"  # benchmarks/penalty_model.py --out, cut to what the table reads
+    fit.write_text(json.dumps({
+        "params": {"kappa": [4.4], "kappa_step": [5.6, 4.6, 3.9], "kappa_lk": [5.5, 4.6, 3.8, 0.29]},
+        "ci": {"kappa": [[4.1, 4.8]], "kappa_step": [[4.6, 60.0], [4.1, 5.5], [3.5, 4.6]],
+               "kappa_lk": [[4.6, 60.0], [4.1, 5.6], [3.4, 4.4], [0.12, 0.55]]},
+        "share": {"kappa_lk": {"r2": 0.95}}}))
+    res = mod.build([tmp_path / "toy"], {"toy": fit}, boot=10, seed=0)
+    eng = res["sizes"]["toy"]["engine_penalty"]
+    assert eng["lk_exponent"] == 0.29 and eng["lk_exponent_ci"] == [0.12, 0.55]
+    assert res["dsv32"]["lk_exponent"] == [0.12, 0.55]
+    row = next(line for line in mod.markdown(res).splitlines() if line.startswith("| gamma"))
+    assert "0.29 [0.12, 0.55]" in row

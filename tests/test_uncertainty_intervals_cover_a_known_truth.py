@@ -42,10 +42,17 @@ paired = false
 """
 
 
+def _one_kappa_lk(k: int) -> dict:
+    """The default kappa_lk form holding the one-kappa truth (gamma 0, every step KAPPA)."""
+    return {"kappa_steps": [KAPPA] * (k - 1), "exponent": 0.0, "ratio_ref": 16.0}
+
+
 def _truth(fit):
     phases = {p: PhaseFit(list(COST.get(p, {})), list(COST.get(p, {}).values()), 1.0, 0.0, 1)
               for p in PHASES}
-    return dataclasses.replace(fit, acceptance=AcceptanceFit(CTX_REF, B.tolist(), KAPPA, SIGMA),
+    return dataclasses.replace(fit, acceptance=AcceptanceFit(CTX_REF, B.tolist(), KAPPA, SIGMA,
+                                                        kappa_steps=[KAPPA] * (len(B) - 1),
+                                                        kappa_lk=_one_kappa_lk(len(B))),
                                overlap=OverlapFit({"share": OVERLAP_U.tolist()}),
                                cost=CostFit(phases, 1e-4), bootstrap=[])
 

@@ -55,7 +55,7 @@ class AcceptanceModel:
     kappa: float
     sigma: float
     offset: np.ndarray  # [k] logit offsets that keep the draft-weighted aggregate at the input
-    penalty: str = "kappa"  # mtpsim.models.penalty
+    penalty: str = "kappa_lk"  # mtpsim.models.penalty
     kappa_step_exponent: float = 0.0  # kappa_s = kappa * s ** this (penalty "kappa_step")
     kappa_lk_exponent: float = 0.0  # x ((L / K) / 16) ** this (penalty "kappa_lk")
 
@@ -184,7 +184,7 @@ class FittedAcceptance:
     policy: str
     k: int
     topk: int
-    penalty: str = "kappa"
+    penalty: str = "kappa_lk"
 
     def __post_init__(self) -> None:
         from mtpsim.calibration.schema import CalibrationError
@@ -194,7 +194,7 @@ class FittedAcceptance:
         if not t.step0_as_fresh and self.policy not in a.policies:
             raise CalibrationError(self.cal.path, f"acceptance.policies.{self.policy}",
                                    f"missing: no trace of policy {self.policy!r} was fitted")
-        if (t.reuses_own_row
+        if (t.reuses_own_row and self.policy not in a.policies
                 and fitted_kappa(self.penalty, 1, a.kappa, a.kappa_steps, a.kappa_lk) is None):
             field = {"kappa_step": "kappa_steps", "kappa_lk": "kappa_lk"}.get(self.penalty, "kappa")
             hint = (f" (a file fitted before the {self.penalty} form: refit it with mtpsim "

@@ -1,7 +1,7 @@
 """The overlap -> acceptance link ("penalty"): how much of a draft's conditional acceptance a
 reused selection keeps, a_i' = a_i * keep, where o is the overlap at draft step s = i >= 1.
 
-Two forms (`acceptance.penalty` in the spec):
+Three forms (`acceptance.penalty` in the spec; `kappa_lk` is the default):
 - `kappa` (the first form): keep = 1 - (1 - o) ** kappa, one kappa at every draft step. A draft
   survives if at least one of kappa equally likely evidence positions stays selected.
 - `kappa_step`: keep = 1 - (1 - o) ** kappa_s, a kappa per draft step. At step s the reused row
@@ -17,7 +17,8 @@ Two forms (`acceptance.penalty` in the spec):
   attention: acceptance then loses less than the set overlap says (the calibration runs show a
   flat position-1 rate over contexts 300-1,900 where the overlap curve falls; held-out runs at
   top-32 and 4 K show ~0 penalty where kappa_step predicts 3-6 points). gamma > 0 says so.
-  On new runs (v8) it did worse than kappa_step: it is for comparison (docs/calibration.md).
+  The default: fitted on five calibration seeds it is the only form inside every held-out CI of
+  the v9 runs (docs/calibration.md); fitted on one seed it extrapolated worse than kappa_step.
   Parametric (spec): kappa_s = critical_entries * s ** critical_step_exponent *
   ((L / K) / LK_REF) ** critical_lk_exponent. Fitted: kappa_lk = {kappa_steps, exponent,
   ratio_ref} (ratio_ref the geometric mean L / K of the fitted events).

@@ -159,7 +159,7 @@ class AcceptanceSpec:
                                      in_range(0, 1))
     critical_entries: float = option(8.0, "kappa in a' = a * (1 - (1 - overlap)**kappa)",
                                      greater_than(0))
-    penalty: str = option("kappa", "overlap -> acceptance link: kappa (one kappa at every draft "
+    penalty: str = option("kappa_lk", "overlap -> acceptance link: kappa (one kappa at every draft "
                           "step), kappa_step (a kappa per step: critical_entries * "
                           "s**critical_step_exponent, or a calibration's per-step fit) or "
                           "kappa_lk (kappa_step scaled by ((L/K)/16)**critical_lk_exponent, or a "
