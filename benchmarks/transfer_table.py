@@ -2,7 +2,7 @@
 size, and the range they imply for DeepSeek-V3.2 (K = 2,048 at 8-128 K contexts, L/K 4-64).
 
     python benchmarks/transfer_table.py docs/campaign/small docs/campaign/base docs/campaign/large \\
-        --engine-fit base=runs/penalty-v7.json --out docs/campaign/transfer
+        --engine-fit base=docs/data/penalty-pooled/fit-bootstrap.json --out docs/campaign/transfer
 
 Per size folder (from benchmarks/campaign_overlap.py and campaign_acceptance.py; a size whose
 files are missing is listed as "not measured"):
@@ -258,7 +258,10 @@ def trend(points: list[tuple[float, float, tuple[float, float]]]) -> str:
         return "CIs open above: no trend readable"
     (p0, v0, _), (p1, v1, _) = points[0], points[-1]
     stable = max(c[0] for _, _, c in points) <= min(c[1] for _, _, c in points)
-    return (f"{(v1 - v0) / math.log10(p1 / p0):+.2f} per 10x params; "
+    steps = np.diff([v for _, v, _ in points])
+    monotonic = bool(np.all(steps >= 0) or np.all(steps <= 0))
+    return (f"{(v1 - v0) / math.log10(p1 / p0):+.2f} per 10x params"
+            + ("" if monotonic else " (smallest to largest; **not monotonic** in size)") + "; "
             + ("CIs overlap" if stable else "**not stable** (CIs disjoint)"))
 
 

@@ -100,3 +100,10 @@ def test_the_engine_fits_l_over_k_exponent_is_carried_with_its_ci(tmp_path):
     assert res["dsv32"]["lk_exponent"] == [0.12, 0.55]
     row = next(line for line in mod.markdown(res).splitlines() if line.startswith("| gamma"))
     assert "0.29 [0.12, 0.55]" in row
+
+
+def test_a_trend_that_turns_between_sizes_says_so():
+    mod = _module()
+    up = mod.trend([(1e6, 0.1, (0.0, 0.2)), (4e6, 0.3, (0.2, 0.4)), (2e7, 0.5, (0.4, 0.6))])
+    turns = mod.trend([(1e6, 0.75, (0.7, 0.8)), (4e6, 0.13, (0.0, 0.3)), (2e7, 0.81, (0.6, 1.0))])
+    assert "not monotonic" not in up and "not monotonic" in turns and "not stable" in turns
