@@ -145,7 +145,12 @@ def verdict(measured: dict, predicted: dict) -> tuple[bool, str]:
                     f"gain (needs {100 * (1 - TOLERANCE):.0f}-{100 * (1 + TOLERANCE):.0f} %)")
     if predicted["lo"] < 0 < predicted["hi"]:
         return True, "ok: both within noise (cannot tell)"
-    return False, "FAIL: the prediction excludes 0, the real gain is within noise"
+    why = "FAIL: the prediction excludes 0, the real gain is within noise"
+    ci = measured.get("ci")
+    if ci:  # the rule stands; say whether the run contradicts the prediction or cannot resolve it
+        why += ("; the predicted gain lies inside the real 95 % CI (the run cannot resolve it)"
+                if ci[0] <= p <= ci[1] else "; the predicted gain lies outside the real 95 % CI")
+    return False, why
 
 
 def run_before(toml: str, out: Path, extra: list[str], rounds: int) -> str:

@@ -90,6 +90,11 @@ def test_the_verdict_follows_the_must_show(lc):
     assert lc.verdict(noise, {"median": 0.5, "lo": -2.0, "hi": 3.0}) == (
         True, "ok: both within noise (cannot tell)")
     assert not lc.verdict(noise, {"median": 4.0, "lo": 1.0, "hi": 7.0})[0]
+    wide = {"gain_pct": 1.0, "significant": False, "ci": [-2.0, 5.0]}
+    ok, why = lc.verdict(wide, {"median": 3.0, "lo": 1.8, "hi": 4.4})
+    assert not ok and why.endswith("inside the real 95 % CI (the run cannot resolve it)")
+    ok, why = lc.verdict(wide, {"median": 6.0, "lo": 5.0, "hi": 7.0})
+    assert not ok and why.endswith("outside the real 95 % CI")
 
 
 def test_the_before_runner_writes_the_mtp_indexer_keys_at_reused_steps():

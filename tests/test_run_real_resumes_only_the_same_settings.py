@@ -36,6 +36,16 @@ def test_a_changed_set_is_not_resumed_silently(tmp_path):
     assert (out / "fresh.json").stat().st_mtime_ns != first
 
 
+def test_a_changed_prior_keeps_the_real_result(tmp_path):
+    # [uncertainty] only shapes the simulator's draws: a real run made under other priors is the same run
+    spec, out = _setup(tmp_path), tmp_path / "out"
+    assert _run(spec, out).exit_code == 0
+    first = (out / "fresh.json").stat().st_mtime_ns
+    again = _run(spec, out, "--set", 'uncertainty.priors.overlap_agreement="uniform(0.3, 0.4)"')
+    assert again.exit_code == 0 and "fresh: kept" in again.output, again.output
+    assert (out / "fresh.json").stat().st_mtime_ns == first
+
+
 def test_another_seed_or_policy_file_is_not_resumed(tmp_path):
     spec, out = _setup(tmp_path), tmp_path / "out"
     assert _run(spec, out).exit_code == 0

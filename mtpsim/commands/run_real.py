@@ -48,8 +48,9 @@ def policy_runner(engine: str, server: bool, out: Path, trace: bool = False,
     return runner
 
 
-# Spec entries that do not change one policy's run (which policies run, labels).
-_NOT_SETTINGS = ("policies", "description", "source", "overrides")
+# Spec entries that do not change one policy's run (which policies run, labels, and the
+# simulator's priors and noise model, which a real run never reads).
+_NOT_SETTINGS = ("policies", "description", "source", "overrides", "uncertainty")
 
 
 def _settings(spec: dict) -> dict:
