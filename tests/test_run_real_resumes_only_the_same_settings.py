@@ -36,13 +36,16 @@ def test_a_changed_set_is_not_resumed_silently(tmp_path):
     assert (out / "fresh.json").stat().st_mtime_ns != first
 
 
-def test_a_changed_prior_keeps_the_real_result(tmp_path):
-    # [uncertainty] only shapes the simulator's draws: a real run made under other priors is the same run
+def test_a_changed_simulator_model_or_prior_keeps_the_real_result(tmp_path):
+    # [acceptance] and [uncertainty] only shape the simulator: a real run made under another
+    # penalty form or other priors is the same run
     spec, out = _setup(tmp_path), tmp_path / "out"
     assert _run(spec, out).exit_code == 0
     first = (out / "fresh.json").stat().st_mtime_ns
-    again = _run(spec, out, "--set", 'uncertainty.priors.overlap_agreement="uniform(0.3, 0.4)"')
-    assert again.exit_code == 0 and "fresh: kept" in again.output, again.output
+    for change in ('uncertainty.priors.overlap_agreement="uniform(0.3, 0.4)"',
+                   'acceptance.penalty="kappa"'):
+        again = _run(spec, out, "--set", change)
+        assert again.exit_code == 0 and "fresh: kept" in again.output, (change, again.output)
     assert (out / "fresh.json").stat().st_mtime_ns == first
 
 
@@ -124,8 +127,8 @@ def test_a_result_from_before_a_new_default_field_is_still_resumed(tmp_path):
     assert _run(spec, out).exit_code == 0
     path = out / "fresh.json"
     obj = json.loads(path.read_text())
-    del obj["spec"]["acceptance"]["critical_lk_exponent"]  # as an older mtpsim wrote it
-    del obj["spec"]["uncertainty"]["context_acceptance_extrapolation_pct"]
+    del obj["spec"]["reference"]["clock"]  # as an older mtpsim wrote it
+    del obj["spec"]["workload"]["ignore_eos"]
     path.write_text(json.dumps(obj))
     first = path.stat().st_mtime_ns
 
@@ -133,5 +136,5 @@ def test_a_result_from_before_a_new_default_field_is_still_resumed(tmp_path):
     assert kept.exit_code == 0 and "fresh: kept" in kept.output, kept.output
     assert path.stat().st_mtime_ns == first
 
-    changed = _run(spec, out, "--set", "acceptance.critical_lk_exponent=0.5")
-    assert changed.exit_code == 2 and "acceptance.critical_lk_exponent" in changed.output
+    changed = _run(spec, out, "--set", 'reference.clock="cpu"')
+    assert changed.exit_code == 2 and "reference.clock" in changed.output

@@ -49,8 +49,8 @@ def policy_runner(engine: str, server: bool, out: Path, trace: bool = False,
 
 
 # Spec entries that do not change one policy's run (which policies run, labels, and the
-# simulator's priors and noise model, which a real run never reads).
-_NOT_SETTINGS = ("policies", "description", "source", "overrides", "uncertainty")
+# simulator's acceptance model, priors and noise model, which a real run never reads).
+_NOT_SETTINGS = ("policies", "description", "source", "overrides", "acceptance", "uncertainty")
 
 
 def _settings(spec: dict) -> dict:
