@@ -168,6 +168,25 @@ def run_before(toml: str, out: Path, extra: list[str], rounds: int) -> str:
     return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
+def rounds_finished(real: Path, rounds: int) -> bool:
+    return all((real / f"round-{r}" / f"{p}.json").is_file() for r in range(rounds) for p in POLICIES)
+
+
+def run_load(real: Path, finished_before: bool, load_now: str) -> str:
+    """The load average when the real rounds ran: measured now if this call ran any of them (and
+    kept in real/load.txt), else the one kept then; a rerun that only resumes must not report
+    the load of the moment as the run's."""
+    from mtpsim.fileio import atomic_write_text
+
+    kept = real / "load.txt"
+    if not finished_before:
+        atomic_write_text(kept, load_now)
+        return load_now
+    if kept.is_file():
+        return kept.read_text().strip()
+    return f"load when the rounds ran not recorded (resumed; now {load_now})"
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # subprocess waits end; the children are terminated
 
@@ -181,7 +200,8 @@ def measure(name: str, args: argparse.Namespace, calibration: Path) -> dict:
     pred = predict(toml, d, calibration, sets, args.draws, args.jobs)
     done = list((d / "real").glob("round-*/*.json"))  # a resumed run started with its first file
     real_started = min((f.stat().st_mtime for f in done), default=time.time())
-    load = run_real(toml, d / "real", extra, args.rounds)
+    finished_before = rounds_finished(d / "real", args.rounds)
+    load = run_load(d / "real", finished_before, run_real(toml, d / "real", extra, args.rounds))
     rounds = [(d / "real" / f"round-{r}" / "fresh.json", d / "real" / f"round-{r}" / "share.json")
               for r in range(args.rounds)]
     rows = []

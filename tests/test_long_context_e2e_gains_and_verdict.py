@@ -104,3 +104,18 @@ def test_the_before_runner_writes_the_mtp_indexer_keys_at_reused_steps():
     model = mod._eager(lambda: tiny_model(vocab=256))()
     assert model.mtp.block.attention.eager_index_keys
     assert not tiny_model(vocab=256).mtp.block.attention.eager_index_keys
+
+
+def test_a_resumed_summary_reports_the_load_of_the_real_run_not_of_the_rerun(lc, tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    assert lc.run_load(real, False, "load average 1.90 2.00 2.10") == "load average 1.90 2.00 2.10"
+    assert lc.run_load(real, True, "load average 0.10 0.20 0.30") == "load average 1.90 2.00 2.10"
+    (real / "load.txt").unlink()
+    assert lc.run_load(real, True, "load average 0.10 0.20 0.30").startswith(
+        "load when the rounds ran not recorded")
+    assert not lc.rounds_finished(real, 1)
+    for p in ("fresh", "share"):
+        (real / "round-0").mkdir(exist_ok=True)
+        (real / "round-0" / f"{p}.json").write_text("{}")
+    assert lc.rounds_finished(real, 1) and not lc.rounds_finished(real, 2)
