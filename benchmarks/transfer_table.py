@@ -208,12 +208,8 @@ def implied(sizes: dict[str, Any]) -> dict[str, Any]:
                            *zip(p1["boot"], p2["boot"], strict=True)]:
                 expo.extend(step_exponent(a, b) for a, b in zip(dsv32_agreement(u1), dsv32_agreement(u2),
                                                                strict=True))
-    gamma: list[float] = []
-    for row in sizes.values():
-        e = row.get("engine_penalty") or {}
-        if "lk_exponent" in e:
-            gamma += [e["lk_exponent"], *(e.get("lk_exponent_ci") or [])]
     kap: dict[int, list[float]] = {}
+    gamma: list[float] = []
     for row in sizes.values():
         pen = row.get("penalty") or {}
         for s, p in pen.get("steps", {}).items():
@@ -224,6 +220,8 @@ def implied(sizes: dict[str, Any]) -> dict[str, Any]:
                 kap.setdefault(s, []).append(v)
                 if e.get("ci"):
                     kap[s].extend(e["ci"][s - 1])
+            if "lk_exponent" in e:
+                gamma += [e["lk_exponent"], *(e.get("lk_exponent_ci") or [])]
 
     def span(v: list[float]) -> list[float] | None:
         v = [x for x in v if math.isfinite(x)]

@@ -58,7 +58,7 @@ def test_a_file_without_kappa_steps_refuses_the_kappa_step_form_by_name(cal):
     obj = cal.to_json()
     obj["acceptance"]["kappa_steps"] = None
     old = calibration_from_json(obj, "old.json")
-    FittedAcceptance(old, "share", K_DRAFT, TOPK)  # the kappa form still works
+    FittedAcceptance(old, "share", K_DRAFT, TOPK, penalty="kappa")  # the kappa form still works
     with pytest.raises(CalibrationError, match="old.json: acceptance.kappa_steps: missing"):
         FittedAcceptance(old, "share", K_DRAFT, TOPK, penalty="kappa_step")
     obj["acceptance"]["kappa_steps"] = [1.0]  # k - 1 = 2 expected

@@ -30,7 +30,7 @@ import numpy as np
 
 from mtpsim.models.overlap import OverlapParams, fitted_agreement, overlap, overlap_from_agreement
 from mtpsim.models.overlap import sigmoid as _sigmoid
-from mtpsim.models.penalty import fitted_kappa, keep_factor, parametric_kappa
+from mtpsim.models.penalty import DEFAULT_PENALTY, fitted_kappa, keep_factor, parametric_kappa
 from mtpsim.policies import traits
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class AcceptanceModel:
     kappa: float
     sigma: float
     offset: np.ndarray  # [k] logit offsets that keep the draft-weighted aggregate at the input
-    penalty: str = "kappa_lk"  # mtpsim.models.penalty
+    penalty: str = DEFAULT_PENALTY  # mtpsim.models.penalty
     kappa_step_exponent: float = 0.0  # kappa_s = kappa * s ** this (penalty "kappa_step")
     kappa_lk_exponent: float = 0.0  # x ((L / K) / 16) ** this (penalty "kappa_lk")
 
@@ -184,7 +184,7 @@ class FittedAcceptance:
     policy: str
     k: int
     topk: int
-    penalty: str = "kappa_lk"
+    penalty: str = DEFAULT_PENALTY
 
     def __post_init__(self) -> None:
         from mtpsim.calibration.schema import CalibrationError

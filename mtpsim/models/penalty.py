@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 PENALTIES = ("kappa", "kappa_step", "kappa_lk")
+DEFAULT_PENALTY = "kappa_lk"  # the spec's default (acceptance.penalty)
 LK_REF = 16.0  # the parametric form's reference L / K
 
 Num = float | np.ndarray

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from mtpsim.models.penalty import DEFAULT_PENALTY, PENALTIES
 from mtpsim.spec.fields import (
     at_least,
     each,
@@ -159,12 +160,12 @@ class AcceptanceSpec:
                                      in_range(0, 1))
     critical_entries: float = option(8.0, "kappa in a' = a * (1 - (1 - overlap)**kappa)",
                                      greater_than(0))
-    penalty: str = option("kappa_lk", "overlap -> acceptance link: kappa (one kappa at every draft "
+    penalty: str = option(DEFAULT_PENALTY, "overlap -> acceptance link: kappa (one kappa at every draft "
                           "step), kappa_step (a kappa per step: critical_entries * "
                           "s**critical_step_exponent, or a calibration's per-step fit) or "
                           "kappa_lk (kappa_step scaled by ((L/K)/16)**critical_lk_exponent, or a "
                           "calibration's fit of it)",
-                          one_of("kappa", "kappa_step", "kappa_lk"))
+                          one_of(*PENALTIES))
     critical_step_exponent: float = option(0.0, "penalty kappa_step / kappa_lk: kappa at draft "
                                            "step s is critical_entries * s**this",
                                            in_range(-10, 10))
