@@ -120,7 +120,11 @@ class FittedCost:
     topk: int
 
     def step(self, s: StepShape) -> dict[str, np.ndarray]:
-        feats = cost_features(StepQuantities.from_shape(s), self.k, self.topk)
+        return self.priced(StepQuantities.from_shape(s))
+
+    def priced(self, q: StepQuantities) -> dict[str, np.ndarray]:
+        """Seconds per phase of steps with these quantities (a simulated step's, or a traced one's)."""
+        feats = cost_features(q, self.k, self.topk)
         out: dict[str, np.ndarray] = {}
         for p in PHASES:
             fit = self.cal.cost.phases[p]
