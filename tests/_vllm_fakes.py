@@ -126,19 +126,25 @@ def load(spec: Any, monkeypatch: pytest.MonkeyPatch, draft: FakeDraftModel) -> F
 
 
 def propose(spec: Any, draft: FakeDraftModel, positions: list[int], *,
-            salt_per_step: int = 0) -> None:
+            salt_per_step: int = 0, num_tokens: int | None = None, drafts: bool = True) -> None:
     """One draft round as TargetDependentARSpeculator.propose drives it: step 0 over each
-    request's k+1 verified slots, then k-1 one-token steps. positions: each request's last
-    accepted position."""
+    request's k+1 verified slots (or `num_tokens` prefill-chunk tokens), then k-1 one-token
+    steps. positions: each request's last accepted position. `drafts=False`: a step the
+    scheduler marked skip_drafts (num_speculative_tokens 0): propose runs step 0 and returns
+    before `on_multi_step_decode_begin` (target_dependent_ar/speculator.py, `propose`)."""
     k = spec.num_speculative_steps
     n = len(positions)
     pos0 = torch.tensor([p - k + j for p in positions for j in range(k + 1)])  # [n * (k + 1)]
     spec.last_token_indices = torch.tensor([i * (k + 1) + k for i in range(n)])  # [n]
     indexer = draft.model.attn.indexer
     indexer.salt = 0
+    if num_tokens is not None:
+        pos0 = torch.arange(num_tokens)
     spec.on_prefill_begin(n)
-    draft(torch.zeros(n * (k + 1), 4), pos0)
+    draft(torch.zeros(pos0.numel(), 4), pos0)
     spec.on_prefill_end(n)
+    if not drafts:
+        return
     spec.on_multi_step_decode_begin(n)
     for s in range(1, k):
         indexer.salt = s * salt_per_step

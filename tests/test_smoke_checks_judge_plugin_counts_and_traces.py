@@ -53,17 +53,18 @@ def _status(checks) -> dict[str, bool]:
 def test_a_run_that_did_what_vllm_should_passes(policy):
     checks = check_policy(policy, _result(policy), _trace(policy), K)
     assert all(c.ok for c in checks), [c for c in checks if not c.ok]
-    want = {"plugin engaged", "indexer calls per draft round", "trace rows complete",
+    want = {"plugin engaged", "indexer calls per draft step", "trace rows complete",
             "trace = /metrics"} | ({"compaction ran"} if policy == "share" else set())
     assert set(_status(checks)) == want
-    per_round = next(c for c in checks if c.name == "indexer calls per draft round")
-    assert per_round.detail.startswith(f"{K if policy == 'fresh' else 1} (expected")
+    per_step = next(c for c in checks if c.name == "indexer calls per draft step")
+    want_idx = "6/6, 6/6, 6/6" if policy == "fresh" else "6/6, 0/6, 0/6"
+    assert per_step.detail.startswith(f"per step indexer/forwards: {want_idx} (")
 
 
 def test_sharing_that_did_not_skip_the_indexer_fails():
     r = _result("share", contexts={"propose": {"forwards": [6, 6, 6], "indexer": [6, 6, 6]}})
     assert _status(check_policy("share", r, _trace("share"), K)) == {
-        "plugin engaged": True, "indexer calls per draft round": False, "compaction ran": True,
+        "plugin engaged": True, "indexer calls per draft step": False, "compaction ran": True,
         "trace rows complete": True, "trace = /metrics": True}
 
 
