@@ -45,6 +45,10 @@ def advise(
     from mtpsim.uncertainty.advise import advise as run_advise
     from mtpsim.uncertainty.advise import load_deployment
 
+    if plot is not None:
+        from mtpsim.extras import require
+
+        require("--plot", "plots")
     dep = load_deployment(deployment)
     if draws is not None:
         if draws < 2:

@@ -107,7 +107,10 @@ def compare(
     from mtpsim.report.fit import print_table
 
     if plot is not None:
+        from mtpsim.extras import require
         from mtpsim.fileio import output_dir
+
+        require("--plot", "plots")
 
         output_dir(plot, "--plot")  # before any work
     if len(inputs) == 1 and is_sweep(Path(inputs[0])):

@@ -209,6 +209,9 @@ def run_real(
 
     if engine not in RUNNERS:
         raise UserError(None, "--engine", f"expected one of {', '.join(RUNNERS)}, got {engine!r}")
+    from mtpsim.extras import require_engine
+
+    require_engine(engine, server)
     overrides = list(set_ or [])
     if policy:
         overrides.append("policies=" + json.dumps(policy))

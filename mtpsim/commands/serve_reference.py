@@ -48,6 +48,9 @@ def serve_reference(
     It prints the URL once it listens, then one line per request.
     Example: [cyan]mtpsim serve-reference --policy share --port 8000[/cyan]
     """
+    from mtpsim.extras import require
+
+    require("serve-reference", "reference", "serve")
     from mtpsim.policies import POLICIES
     from mtpsim.serve_reference.server import TINY_RANDOM, ServerOptions, serve
     from mtpsim.spec import experiment_from_dict, load_experiment

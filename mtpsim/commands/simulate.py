@@ -109,6 +109,10 @@ def simulate(
     from mtpsim.report.titles import setup_title
 
     calibration = None
+    if plot is not None:
+        from mtpsim.extras import require
+
+        require("--plot", "plots")
     if uncertainty is not None:
         from mtpsim.uncertainty.cli import simulate_uncertainty
 

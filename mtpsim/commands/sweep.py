@@ -125,6 +125,14 @@ def sweep(
                         "sweeps (--engine reference|vllm)")
     if server and engine != "reference":
         raise UserError(None, "--server", "applies to --engine reference (vLLM always serves)")
+    from mtpsim.extras import require, require_engine
+
+    if engine is not None:
+        require_engine(engine, server)
+    if cluster is not None:
+        require("--cluster", "ray")
+    if plot is not None:
+        require("--plot", "plots")
     axes, points = sw.build_points(str(experiment), list(set_ or []), check_memory=engine != "reference")
     if engine is not None and out is None:
         out = Path("runs") / f"{experiment.stem}-{engine}-sweep"
