@@ -27,7 +27,9 @@ from mtpsim.result import PHASES
 from mtpsim.spec import Experiment, ModelSpec
 
 # bytes per parameter: (routed/shared experts, other linear layers); embeddings are bf16.
-WEIGHT_BYTES = {"bf16": (2.0, 2.0), "fp8": (1.0, 1.0), "nvfp4": (0.5625, 1.0)}
+# nvfp4: 4-bit values + one fp8 scale per 16; mxfp4: 4-bit values + one 8-bit (E8M0) scale per 32.
+WEIGHT_BYTES = {"bf16": (2.0, 2.0), "fp8": (1.0, 1.0), "nvfp4": (0.5625, 1.0),
+                "mxfp4": (0.53125, 1.0)}
 # cudagraph_mode -> (eager share of steps with prefill, eager share of pure-decode steps)
 EAGER_SHARE = {"none": (1.0, 1.0), "piecewise": (0.5, 0.5), "full_decode_only": (1.0, 0.0),
                "full": (0.0, 0.0), "full_and_piecewise": (0.5, 0.0)}
@@ -35,6 +37,14 @@ EAGER_SHARE = {"none": (1.0, 1.0), "piecewise": (0.5, 0.5), "full_decode_only": 
 KERNELS = {"attn_gemm": 5, "dense_mlp": 2, "moe": 4, "indexer_gemm": 2, "attention": 2,
            "indexer": 2, "topk": 1, "norm": 3}
 SAMPLING_KERNELS = 4
+
+
+def expert_dtype(quantization: str, mxfp4_tflops: float) -> str:
+    """Tensor-core rate the routed experts' GEMMs run at. MXFP4 without MX tensor cores (Hopper,
+    MI300X) is weight-only: vLLM dequantizes to bf16 inside the MoE kernel."""
+    if quantization == "mxfp4":
+        return "mxfp4" if mxfp4_tflops > 0 else "bf16"
+    return {"bf16": "bf16", "fp8": "fp8", "nvfp4": "fp4"}[quantization]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +62,8 @@ class CostModel:
 
     def __post_init__(self) -> None:
         hw, c = self.exp.hardware, self.exp.calibration
-        peaks = {"bf16": hw.bf16_tflops, "fp8": hw.fp8_tflops, "fp4": hw.fp4_tflops}
+        peaks = {"bf16": hw.bf16_tflops, "fp8": hw.fp8_tflops, "fp4": hw.fp4_tflops,
+                 "mxfp4": hw.mxfp4_tflops}
         for name, value in (("_tp", self.exp.engine.tp), ("_p", _model_params(self.exp.model)),
                             ("_rates", {d: peak * 1e12 * c.compute_efficiency
                                         for d, peak in peaks.items()}),
@@ -100,7 +111,7 @@ class CostModel:
         m, p, tp = self.exp.model, self._params(), self._tp
         b_exp, b_lin = WEIGHT_BYTES[m.quantization]
         lin_dtype = "bf16" if m.quantization == "bf16" else "fp8"
-        exp_dtype = {"bf16": "bf16", "fp8": "fp8", "nvfp4": "fp4"}[m.quantization]
+        exp_dtype = expert_dtype(m.quantization, self.exp.hardware.mxfp4_tflops)
         e, k = m.num_routed_experts, m.num_experts_per_tok
         touched = e * (1.0 - (1.0 - k / e) ** tokens)
         lin_params = (n_attn * (p["attn_rep"] + p["attn_sh"] / tp) + n_indexer * p["indexer"]
@@ -140,7 +151,7 @@ class CostModel:
             return 0.0 * tokens
         nbytes = tokens * self.exp.model.hidden_size * 2 * 2 * (tp - 1) / tp
         t = 2 * n_layers * (hw.allreduce_latency_us * 1e-6
-                            + nbytes / (hw.nvlink_gbps * 1e9 * c.comm_efficiency))
+                            + nbytes / (hw.group_gbps(tp) * 1e9 * c.comm_efficiency))
         return t * (tokens > 0)
 
     def _head(self, rows: Num) -> Num:

@@ -16,7 +16,8 @@ from mtpsim.spec.fields import (
     unit_interval_open_low,
 )
 
-QUANTIZATIONS = ("bf16", "fp8", "nvfp4")
+QUANTIZATIONS = ("bf16", "fp8", "nvfp4", "mxfp4")
+TOPOLOGIES = ("switch", "mesh")
 CUDAGRAPH_MODES = ("none", "piecewise", "full", "full_decode_only", "full_and_piecewise")
 LENGTH_DISTRIBUTIONS = ("fixed", "uniform", "lognormal")
 # Efficiency factors and per-step costs that `[calibration] fit` may name.
@@ -70,9 +71,23 @@ class HardwareSpec:
     bf16_tflops: float = option(0.0, "dense BF16 tensor TFLOP/s", greater_than(0))
     fp8_tflops: float = option(0.0, "dense FP8 tensor TFLOP/s", greater_than(0))
     fp4_tflops: float = option(0.0, "dense NVFP4 tensor TFLOP/s (0 = none)", _nonneg)
-    nvlink_gbps: float = option(0.0, "NVLink bandwidth per GPU, GB/s", greater_than(0))
+    mxfp4_tflops: float = option(0.0, "dense MXFP4 tensor TFLOP/s (0 = none: MXFP4 weights are "
+                                 "dequantized and multiplied in bf16)", _nonneg)
+    nvlink_gbps: float = option(0.0, "scale-up bandwidth per GPU (NVLink or Infinity Fabric, "
+                                "all links, both directions), GB/s", greater_than(0))
+    links: int = option(0, "scale-up links per GPU (0 = not stated)", _nonneg)
+    topology: str = option("switch", "switch: every GPU reaches any other at full bandwidth "
+                           "(NVSwitch, NVL72); mesh: one direct link per peer (AMD 8-GPU "
+                           "Infinity Fabric)", one_of(*TOPOLOGIES))
     allreduce_latency_us: float = option(8.0, "fixed latency of one small all-reduce", _nonneg)
     kernel_floor_us: float = option(3.0, "minimum time of one GPU kernel", _nonneg)
+
+    def group_gbps(self, n: int) -> float:
+        """Bandwidth one GPU can use in a collective over `n` GPUs: all of it behind a switch;
+        on a full mesh only the n - 1 links to the group's peers carry traffic."""
+        if self.topology == "mesh" and self.links > 0 and n > 1:
+            return self.nvlink_gbps * min(n - 1, self.links) / self.links
+        return self.nvlink_gbps
 
 
 @dataclass(frozen=True, slots=True)

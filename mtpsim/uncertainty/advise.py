@@ -24,6 +24,7 @@ from mtpsim.errors import SpecError
 from mtpsim.policies import policies_where
 from mtpsim.spec import Experiment, available_presets, experiment_from_dict
 from mtpsim.spec.experiment import read_toml
+from mtpsim.spec.sections import QUANTIZATIONS
 from mtpsim.uncertainty.domain import Domain, extrapolation
 from mtpsim.uncertainty.draws import Draw, plan, run_draw
 from mtpsim.uncertainty.summary import Interval, Spread, adjust, interval
@@ -95,7 +96,8 @@ def load_deployment(path: str | Path) -> Deployment:
     tp = _get(dep, "tp", "deployment", src, int, 8, check=lambda v: v >= 1,
               expected="an integer >= 1")
     quant = _get(dep, "quantization", "deployment", src, str, "fp8",
-                 check=lambda v: v in ("bf16", "fp8", "nvfp4"), expected="bf16, fp8 or nvfp4")
+                 check=lambda v: v in QUANTIZATIONS,
+                 expected=", ".join(QUANTIZATIONS))
     seqs = _get(dep, "max_num_seqs", "deployment", src, int, 64, check=lambda v: v >= 1,
                 expected="an integer >= 1")
     w = raw.get("workload", {})
