@@ -28,6 +28,10 @@ POLICIES: dict[str, str] = {
 
 
 BASELINE = "fresh"  # the policy every other is compared with (sharing off)
+# The one run of an experiment at num_speculative_tokens = 0 (plain decoding): with no draft
+# step there is no top-k to reuse, so every policy is the same run; it is reported once under
+# this name. Not a reuse policy (not in POLICIES): no hooks, and a file cannot list it.
+NO_MTP = "no_mtp"
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +164,8 @@ class TargetShare(Share):
         self.model.set_use_target_topk(False)
 
 
+NO_MTP_TRAITS = Traits(indexer="every", vllm=True)  # no draft step: nothing to skip or reuse
+
 POLICY_CLASSES: dict[str, type[Fresh]] = {
     "fresh": Fresh, "share": Share, "share_recent": ShareRecent, "target_share": TargetShare,
 }
@@ -167,6 +173,8 @@ POLICY_CLASSES: dict[str, type[Fresh]] = {
 
 def traits(name: str) -> Traits:
     """The declared traits of policy `name` (ValueError if unknown)."""
+    if name == NO_MTP:
+        return NO_MTP_TRAITS
     try:
         return POLICY_CLASSES[name].TRAITS
     except KeyError:

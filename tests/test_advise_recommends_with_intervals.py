@@ -33,8 +33,11 @@ def test_advise_gives_every_k_and_policy_an_interval_and_a_recommendation(tmp_pa
     p.write_text(DEP)
     adv = advise(load_deployment(p))
     rows = adv.rows(0.9)
-    assert [(r["k"], r["policy"]) for r in rows] == [(1, "fresh"), (1, "share"), (3, "fresh"),
-                                                     (3, "share")]
+    # plain decoding (k = 0) is always simulated, once, as the baseline "no_mtp"
+    assert [(r["k"], r["policy"]) for r in rows] == [(0, "no_mtp"), (1, "fresh"), (1, "share"),
+                                                     (3, "fresh"), (3, "share")]
+    assert "gain_vs_no_mtp_pct" not in rows[0]
+    assert all("gain_vs_no_mtp_pct" in r for r in rows[1:])
     for r in rows:
         iv = r["output_throughput"]
         assert 0 < iv.lo <= iv.median <= iv.hi

@@ -14,7 +14,7 @@ from mtpsim.cli import app
     (["--port", "0"], "--port: expected 1..65535"),
     (["--max-num-seqs", "0"], "--max-num-seqs: expected a positive size"),
     (["--weights", "missing.safetensors"], "--weights: expected builtin"),
-    (["--set", "speculative.num_speculative_tokens=0"], "--set: speculative.num_speculative_tokens"),
+    (["--set", "speculative.num_speculative_tokens=-1"], "--set: speculative.num_speculative_tokens"),
 ])
 def test_bad_flags_are_one_line(args, needle):
     res = CliRunner().invoke(app, ["serve-reference", *args])

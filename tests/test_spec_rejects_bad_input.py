@@ -53,7 +53,7 @@ def test_engine_section(raw, key, expected):
 
 
 @pytest.mark.parametrize("raw, key, expected", [
-    ({"speculative": {"num_speculative_tokens": 0}}, "speculative.num_speculative_tokens", "[1, 64]"),
+    ({"speculative": {"num_speculative_tokens": -1}}, "speculative.num_speculative_tokens", "[0, 64]"),
     ({"speculative": {"index_topk": 0}}, "speculative.index_topk", "> 0"),
     ({"speculative": {"method": "eagle"}}, "speculative.method", "'mtp'"),
 ])

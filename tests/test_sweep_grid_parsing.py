@@ -43,7 +43,7 @@ def test_a_k_beyond_the_measured_positions_extends_acceptance_with_a_note(tmp_pa
 
 
 @pytest.mark.parametrize("bad, field", [
-    ("speculative.num_speculative_tokens=1,0", "speculative.num_speculative_tokens"),
+    ("speculative.num_speculative_tokens=1,-1", "speculative.num_speculative_tokens"),
     ("workload.max_concurrency=4,x", "workload.max_concurrency"),
     ("nosuch.key=1,2", "nosuch"),
     ("workload.num_prompts", "workload.num_prompts"),

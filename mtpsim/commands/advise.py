@@ -85,7 +85,7 @@ def advise(
                               for c, n in adv.notes.items() if n}}, indent=2))
         return
     # cut to fit: k and policy repeat; a gain keeps its P, share vs fresh its P and verdict
-    print_table(console, _table(adv, rows, prob), keep=2, group=(1, 1, 2, 3))
+    print_table(console, _table(adv, rows, prob), keep=2, group=(1, 1, 2, 1, 3))
     print_lines(console, verdict)
     if plot is not None:
         from mtpsim.uncertainty.plot import gain_plot
@@ -100,7 +100,7 @@ def _table(adv, rows, prob) -> Table:
               f"[{round(100 * prob)} % interval] over {d.draws} draws", title_justify="left",
               box=box.SIMPLE_HEAD)
     for col in ("k", "policy", "output tok/s", "median TPOT ms", "gain vs best fresh",
-                "P(gain>0)", "share vs fresh, same k", "P(>0)", "verdict"):
+                "P(gain>0)", "gain vs no MTP", "share vs fresh, same k", "P(>0)", "verdict"):
         t.add_column(col, justify="left" if col in ("policy", "verdict") else "right")
     for r in rows:
         thr, tpot, g = r["output_throughput"], r["median_tpot_ms"], r["gain_pct"]
@@ -109,6 +109,8 @@ def _table(adv, rows, prob) -> Table:
                   f"{tpot.median:.2f} [{tpot.lo:.2f}, {tpot.hi:.2f}]",
                   *((_iv(g), f"{g.p_pos:.2f}")
                     if (r["k"], r["policy"]) != (adv.best_fresh(), "fresh") else ("baseline", "")),
+                  _iv(r["gain_vs_no_mtp_pct"]) if "gain_vs_no_mtp_pct" in r else (
+                      "baseline" if r["k"] == 0 else ""),
                   "" if same is None else _iv(same),
                   "" if same is None else f"{same.p_pos:.2f}",
                   "" if same is None else ("cannot tell" if same.spans_zero
@@ -137,7 +139,7 @@ def _doubt(adv, prob) -> dict | None:
     inputs = {n: np.array([d.unit[n] for d in adv.draws]) for n in adv.draws[0].unit}
     rows = sens.table(inputs, y)
     group, share, params = sens.measure_next(rows)
-    if p == "fresh":
+    if p == "fresh" or k == 0:
         ctx = max(adv.dep.contexts)
     else:
         ctx = max(adv.dep.contexts, key=lambda c: float(np.ptp(adv.share_vs_fresh(k, c))))
@@ -165,7 +167,11 @@ def _verdict(adv, prob, doubt: dict | None) -> list[str]:
         out.append(f"k: fresh k={best} has the best median throughput, {sure} the next best, "
                    f"k={kk} at {_iv(g)} (P(k={kk} better) = {g.p_pos:.2f})")
     gains = {(kk, pp): interval(adv.gain(kk, pp), None, prob, delta=True)
-             for kk in adv.ks() for pp in adv.dep.policies}
+             for kk, pp in adv.pairs()}
+    if 0 in adv.ks() and best > 0:
+        g = interval(adv.gain_vs_no_mtp(best, "fresh"), None, prob, delta=True)
+        out.append(f"MTP on: fresh k={best} against plain decoding (k=0, no MTP) {_iv(g)} in "
+                   f"output throughput, P(gain > 0) = {g.p_pos:.2f}")
     if robust and (k, p) != (best, "fresh"):
         out.append(f"recommended: k={k}, {p}: expected gain over the best fresh setting (k={best}) "
                    f"{_iv(iv)} in output throughput, P(gain > 0) = {iv.p_pos:.2f}; "
@@ -205,8 +211,8 @@ def _verdict(adv, prob, doubt: dict | None) -> list[str]:
     if far:
         out.append("EXTRAPOLATED beyond the PR's measured setup (k = 3, ~10K context, B200 TP4 "
                    "NVFP4): " + "; ".join(far[:6]) + ("; ..." if len(far) > 6 else ""))
-    out.append(f"{len(adv.cells)} cells x {len(adv.dep.policies)} policies x {adv.dep.draws} draws "
-               f"in {adv.wall_s:.1f} s wall")
+    out.append(f"{len(adv.cells)} cells ({len(adv.pairs())} k x policy settings) x "
+               f"{adv.dep.draws} draws in {adv.wall_s:.1f} s wall")
     return out
 
 

@@ -157,6 +157,14 @@ def _interrupted(policies: tuple[str, ...], results: dict[str, Result], progress
     return interrupted_line(kept, lost, resume)
 
 
+def refuse_plain_decoding(exp: Experiment, command: str) -> None:
+    """Real runs measure MTP: plain decoding (k = 0) is simulated only, so far."""
+    if exp.k == 0:
+        raise UserError(exp.source, "speculative.num_speculative_tokens",
+                        f"expected >= 1 for {command} (its engines run MTP; k = 0, plain "
+                        "decoding, is simulated only: mtpsim simulate / sweep / advise)")
+
+
 def _refuse_policies_vllm_cannot_run(policies: tuple[str, ...] | list[str],
                                      source: str | Path | None) -> None:
     """Before any server starts, not after the policies vLLM can run have taken an hour."""
@@ -227,6 +235,7 @@ def run_real(
         trace, force = True, True  # the checks need this run's traces
         overrides = [*smoke_run.overrides((out / "smoke-model").absolute()), *overrides]
     exp = load_experiment(str(experiment), overrides)
+    refuse_plain_decoding(exp, "run-real")
     if engine == "vllm":
         _refuse_policies_vllm_cannot_run(exp.policies, exp.source)
     served = engine == "vllm" or server

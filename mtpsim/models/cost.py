@@ -133,6 +133,9 @@ class FittedCost:
             out[p] = np.asarray(v, float)
         if not traits(self.policy).runs_indexer(1):  # no MTP indexer at draft steps >= 1
             out["draft_decode_indexer"] = np.zeros_like(out["draft_decode_indexer"])
+        if self.k == 0:  # plain decoding: the MTP layer never runs
+            for p in ("draft_prefill", "draft_decode_indexer", "draft_decode_rest"):
+                out[p] = np.zeros_like(out[p])
         out["overhead"] = out["overhead"] + self.cal.cost.gap_s
         shape = np.broadcast(*out.values()).shape
         return {p: np.broadcast_to(v, shape) for p, v in out.items()}

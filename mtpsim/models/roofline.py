@@ -75,24 +75,32 @@ class CostModel:
     def _params(self) -> dict[str, float]:
         return self._p
 
+    def _mtp_layers(self) -> int:
+        """MTP layers vLLM loads: none without a speculative config (k = 0)."""
+        return self.exp.model.num_mtp_layers if self.exp.k > 0 else 0
+
     def weight_bytes_per_gpu(self) -> float:
         """Resident weights on one GPU (target + MTP layers)."""
         m, p, tp = self.exp.model, self._params(), self._tp
         b_exp, b_lin = WEIGHT_BYTES[m.quantization]
-        layers = m.num_layers + m.num_mtp_layers
-        moe = m.num_layers - m.num_dense_layers + m.num_mtp_layers
+        mtp = self._mtp_layers()
+        layers = m.num_layers + mtp
+        moe = m.num_layers - m.num_dense_layers + mtp
         return (layers * (p["attn_rep"] + p["attn_sh"] / tp) * b_lin
-                + (m.num_indexer_layers + m.num_mtp_layers) * p["indexer"] * b_lin
+                + (m.num_indexer_layers + mtp) * p["indexer"] * b_lin
                 + m.num_dense_layers * p["dense"] / tp * b_lin
                 + moe * ((m.num_routed_experts + m.num_shared_experts) * p["expert"] / tp * b_exp
                          + p["router"] * 2)
-                + m.num_mtp_layers * p["eh_proj"] * b_lin
+                + mtp * p["eh_proj"] * b_lin
                 + 2 * p["embed"] / tp * 2)
 
     def kv_bytes_per_token(self) -> float:
-        m = self.exp.model
-        return ((m.num_layers + m.num_mtp_layers) * m.kv_bytes_per_token
-                + (m.num_indexer_layers + m.num_mtp_layers) * m.indexer_bytes_per_token)
+        """KV-cache bytes of one token on one GPU: the MLA latent of every attention layer and
+        the indexer keys of every indexer layer (MTP layers included when they run); MLA's
+        latent is not split by TP (each rank holds it whole)."""
+        m, mtp = self.exp.model, self._mtp_layers()
+        return ((m.num_layers + mtp) * m.kv_bytes_per_token
+                + (m.num_indexer_layers + mtp) * m.indexer_bytes_per_token)
 
     # ---- kernel groups -----------------------------------------------------------------------
     def _roof(self, nbytes: Num, flops_time: Num, kernels: float) -> Num:
@@ -192,6 +200,8 @@ class CostModel:
             prefill = both - verify
         else:
             prefill = 0.0 * verify
+        if k == 0:  # plain decoding: no MTP layer runs, only the target and its sampling
+            return self._phases(s, prefill, verify, 0.0 * verify, 0.0 * verify, 0.0 * verify)
         # draft step 0: the MTP layer over the newly verified tokens and the prompt chunks
         d_tok = v_tok + s.prefill_tokens
         draft_prefill = (
@@ -222,6 +232,13 @@ class CostModel:
                     rest = rest + steps * self._roof(0.0, 0.0, n_mtp) * (b > 0)
         else:
             rest = indexer = 0.0 * verify
+        return self._phases(s, prefill, verify, draft_prefill, indexer, rest)
+
+    def _phases(self, s: StepShape, prefill: Num, verify: Num, draft_prefill: Num, indexer: Num,
+                rest: Num) -> dict[str, np.ndarray]:
+        """The step's phases, with sampling (rejection sampling, or plain at k = 0) and the
+        per-step overhead added."""
+        v_tok = s.num_decode * (self.exp.k + 1)
         reject = self._sampling(v_tok) + self._sampling(s.prefill_done)
         c = self.exp.calibration
         with_prefill, decode_only = EAGER_SHARE[self.exp.engine.cudagraph_mode]

@@ -259,10 +259,12 @@ class Simulator:
     def _result(self) -> Result:
         reqs, k = self.reqs, self.k
         times = self.clock.times()
+        if k == 0:  # plain decoding: the decode steps drafted nothing
+            reqs.drafts[:] = 0
+        drafts = int(reqs.drafts.sum())
         at = (lambda x: times[x.astype(np.int64)])  # noqa: E731
         send = at(reqs.send_at) if self.deferred else reqs.send_at
         first, finish = at(reqs.first_token_at), at(reqs.finish_at)
-        drafts = int(reqs.drafts.sum())
         counters = SpecDecodeCounters(
             drafts, drafts * k, int(round(reqs.accepted.sum())),
             [int(round(x)) for x in reqs.accepted_per_pos.sum(axis=0)])
@@ -271,6 +273,9 @@ class Simulator:
         metrics = latency_metrics(reqs.input_len, reqs.output_len, send, first, finish, gaps,
                                   counts, duration)
         metrics.update(counters.to_bench_keys())
+        if k == 0:  # one token per step; no draft tokens, so no acceptance rate
+            metrics["spec_decode_acceptance_length"] = 1.0
+            del metrics["spec_decode_acceptance_rate"]
         records = None
         # the acceptance length the model expects on the path drawn (no draw noise): what a
         # calibrated acceptance model predicts, apart from one run's sampling luck

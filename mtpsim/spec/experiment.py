@@ -13,7 +13,7 @@ from typing import Any
 from mtpsim.errors import SpecError
 from mtpsim.inputs import MAX_NESTING, MiB, check_nesting, read_text
 from mtpsim.metrics import conditional_to_marginal, marginal_to_conditional
-from mtpsim.policies import POLICIES
+from mtpsim.policies import NO_MTP, POLICIES
 from mtpsim.spec.fields import build_section
 from mtpsim.spec.sections import (
     AcceptanceSpec,
@@ -223,6 +223,9 @@ def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
             or any(p not in POLICIES for p in policies) or len(set(policies)) != len(policies)):
         raise SpecError(psrc, "policies", "expected a non-empty list of distinct policies from "
                         f"{', '.join(POLICIES)}, got {policies!r}")
+    if built["speculative"].num_speculative_tokens == 0:
+        # plain decoding: no draft step, so the reuse policies are one and the same run
+        policies = [NO_MTP]
     exp = Experiment(**built, policies=tuple(policies), seed=top("seed", 0, int),
                      description=top("description", "", str), source=source,
                      overrides=tuple(overrides))

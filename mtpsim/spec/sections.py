@@ -114,7 +114,8 @@ class SpeculativeSpec:
     """`--speculative-config`: MTP drafting."""
 
     method: str = option("mtp", "drafting method", one_of("mtp"))
-    num_speculative_tokens: int = option(3, "draft tokens per step (k)", in_range(1, 64))
+    num_speculative_tokens: int = option(3, "draft tokens per step (k; 0 = plain decoding, no MTP: "
+                                        "one run, reported as policy no_mtp)", in_range(0, 64))
     index_topk: int | None = option(None, "top-k of the sparse attention (default: the model's)",
                                     greater_than(0))
 

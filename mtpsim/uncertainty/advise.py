@@ -5,7 +5,9 @@ concurrency range, temperature). Every cell (k, context, concurrency) is simulat
 policy vLLM can run on the same quasi-random draws of the priors (common random numbers across
 cells and policies, so gains are paired). Per draw, a (k, policy)'s figure is the mix's mean:
 context weights times the mean over the concurrencies. Gains are against the best `fresh`
-setting (highest median throughput). The acceptance table is the PR's sharing-off rates
+setting (highest median throughput) and against plain decoding (k = 0, reported once as
+`no_mtp`: without drafts the policies are one run), which every deployment simulates as its
+baseline. The acceptance table is the PR's sharing-off rates
 (k = 3, ~10K context, temperature 1.0, B200 TP4 NVFP4): a cell elsewhere is an extrapolation,
 and its discrepancy term widens with the distance, as for `--uncertainty`.
 """
@@ -21,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from mtpsim.errors import SpecError
-from mtpsim.policies import policies_where
+from mtpsim.policies import NO_MTP, policies_where
 from mtpsim.spec import Experiment, available_presets, experiment_from_dict
 from mtpsim.spec.experiment import read_toml
 from mtpsim.spec.sections import QUANTIZATIONS
@@ -120,8 +122,8 @@ def load_deployment(path: str | Path) -> Deployment:
     if not isinstance(a, dict):
         raise SpecError(src, "advise", "expected a table")
     ks = _get(a, "k", "advise", src, list, [1, 2, 3, 4, 5],
-              check=lambda v: all(isinstance(x, int) and 1 <= x <= 8 for x in v),
-              expected="a non-empty list of k in 1..8")
+              check=lambda v: all(isinstance(x, int) and 0 <= x <= 8 for x in v),
+              expected="a non-empty list of k in 0..8")
     pols = a.get("policies", list(VLLM_POLICIES))
     if (not isinstance(pols, list) or not pols or pols[0] != "fresh"
             or any(p not in VLLM_POLICIES for p in pols)):
@@ -135,7 +137,7 @@ def load_deployment(path: str | Path) -> Deployment:
         raise SpecError(src, "uncertainty", "expected a table")
     return Deployment(src, str(raw.get("description", "")), model, gpu, tp, quant, seqs,
                       tuple(contexts), tuple(float(x) for x in weights), tuple(conc), out_len,
-                      temp, tuple(sorted(set(ks))), tuple(pols), draws, seed, unc)
+                      temp, tuple(sorted({0, *ks})), tuple(pols), draws, seed, unc)
 
 
 def _rates(k: int) -> list[float]:
@@ -173,7 +175,9 @@ class Advice:
     wall_s: float = 0.0
 
     def mix(self, k: int, policy: str, metric: str) -> np.ndarray:
-        """Per draw: the workload mix's figure for (k, policy)."""
+        """Per draw: the workload mix's figure for (k, policy); at k = 0 every policy is the one
+        plain-decoding run, `no_mtp`."""
+        policy = NO_MTP if k == 0 else policy
         out = np.zeros(len(self.draws))
         total = 0.0
         for ctx, w in zip(self.dep.contexts, self.dep.weights, strict=True):
@@ -189,8 +193,19 @@ class Advice:
         return [k for k in self.dep.ks if all((k, x, c) in self.values for x in self.dep.contexts
                                               for c in self.dep.concurrency)]
 
+    def pairs(self) -> list[tuple[int, str]]:
+        """The (k, policy) settings compared: no_mtp at k = 0, each policy at every k >= 1."""
+        return [(k, p) for k in self.ks() for p in ((NO_MTP,) if k == 0 else self.dep.policies)]
+
     def best_fresh(self) -> int:
-        return max(self.ks(), key=lambda k: float(np.median(self.mix(k, "fresh", "output_throughput"))))
+        """The k >= 1 whose fresh run has the highest median throughput (0 if only k = 0 fits)."""
+        ks = [k for k in self.ks() if k > 0] or [0]
+        return max(ks, key=lambda k: float(np.median(self.mix(k, "fresh", "output_throughput"))))
+
+    def gain_vs_no_mtp(self, k: int, policy: str) -> np.ndarray:
+        """Per draw, % output throughput over plain decoding (k = 0)."""
+        base = self.mix(0, NO_MTP, "output_throughput")
+        return 100 * (self.mix(k, policy, "output_throughput") / base - 1)
 
     def gain(self, k: int, policy: str) -> np.ndarray:
         """Per draw, % output throughput over the best fresh setting."""
@@ -209,22 +224,25 @@ class Advice:
 
     def rows(self, prob: float) -> list[dict[str, Any]]:
         out = []
-        for k in self.ks():
-            for p in self.dep.policies:
-                row = {"k": k, "policy": p,
-                       "output_throughput": interval(self.mix(k, p, "output_throughput"), None, prob),
-                       "median_tpot_ms": interval(self.mix(k, p, "median_tpot_ms"), None, prob),
-                       "gain_pct": interval(self.gain(k, p), None, prob, delta=True)}
-                if p != "fresh":
-                    row["vs_fresh_same_k"] = interval(self.share_vs_fresh(k), None, prob, delta=True)
-                out.append(row)
+        has_base = 0 in self.ks()
+        for k, p in self.pairs():
+            row = {"k": k, "policy": p,
+                   "output_throughput": interval(self.mix(k, p, "output_throughput"), None, prob),
+                   "median_tpot_ms": interval(self.mix(k, p, "median_tpot_ms"), None, prob),
+                   "gain_pct": interval(self.gain(k, p), None, prob, delta=True)}
+            if has_base and k > 0:
+                row["gain_vs_no_mtp_pct"] = interval(self.gain_vs_no_mtp(k, p), None, prob,
+                                                     delta=True)
+            if k > 0 and p != "fresh":
+                row["vs_fresh_same_k"] = interval(self.share_vs_fresh(k), None, prob, delta=True)
+            out.append(row)
         return out
 
     def recommendation(self, prob: float) -> tuple[int, str, Interval, bool]:
         """(k, policy, gain interval, robust): the best median gain; robust when its interval
         excludes 0 or it is the best fresh setting itself."""
         best_k = self.best_fresh()
-        cands = [(k, p) for k in self.ks() for p in self.dep.policies]
+        cands = self.pairs()
         gains = {c: interval(self.gain(*c), None, prob, delta=True) for c in cands}
         k, p = max(cands, key=lambda c: gains[c].median)
         iv = gains[(k, p)]
@@ -266,7 +284,8 @@ def advise(dep: Deployment, jobs: int = 1,
     for cell in cells:
         ext = extrapolation(exps[cell], PR_DOMAIN)
         spread = Spread.of(ext, exps[cell].uncertainty, calibrated=True)
-        values[cell] = [adjust(raw[cell][d.index], d, spread, "fresh", exps[cell].k)
+        first = exps[cell].policies[0]  # fresh, or no_mtp at k = 0
+        values[cell] = [adjust(raw[cell][d.index], d, spread, first, exps[cell].k)
                        for d in draws]
         notes[cell] = ext.notes
     return Advice(dep, cells, skipped, values, notes, draws, time.perf_counter() - t0)

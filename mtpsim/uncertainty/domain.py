@@ -73,9 +73,12 @@ def setup_axes(exp: Experiment) -> dict[str, tuple[float, float]]:
     lo = w.input_len * (1 - spread_in)
     hi = w.input_len * (1 + spread_in) + w.output_len
     batch = min(e.max_num_seqs, w.max_concurrency or w.num_prompts, w.num_prompts)
-    return {"k": (exp.k, exp.k), "context": (max(lo, 1.0), hi),
+    axes = {"k": (exp.k, exp.k), "context": (max(lo, 1.0), hi),
             "top-k": (exp.index_topk, exp.index_topk), "batch": (1.0 if batch > 1 else batch, batch),
             "temperature": (w.temperature, w.temperature)}
+    if exp.k == 0:  # plain decoding drafts nothing: no acceptance to extrapolate along k
+        del axes["k"]
+    return axes
 
 
 def exp_machine(exp: Experiment) -> dict[str, Any]:

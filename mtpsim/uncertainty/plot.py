@@ -15,7 +15,7 @@ def gain_plot(adv: Any, prob: float, path: Path) -> Path:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     ctxs = list(adv.dep.contexts)
-    for k in adv.ks():
+    for k in (k for k in adv.ks() if k > 0):  # k = 0 drafts nothing: nothing to share
         ivs = [interval(adv.share_vs_fresh(k, c), None, prob) for c in ctxs]
         med = np.array([iv.median for iv in ivs])
         (line,) = ax.plot(ctxs, med, marker="o", label=f"k={k}")

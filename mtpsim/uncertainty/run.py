@@ -73,7 +73,10 @@ class UncertaintyRun:
         else:
             y = np.array([v[policy][metric] for v in vals])
         draws = self.draws[:self.prior_n]
-        inputs = {n: np.array([d.unit[n] for d in draws]) for n in draws[0].unit}
+        # at k = 0 nothing is drafted: the acceptance priors move no figure, and their rank
+        # correlations with it would be chance
+        inert = set(sens.GROUPS["acceptance trace"]) if self.exp.k == 0 else set()
+        inputs = {n: np.array([d.unit[n] for d in draws]) for n in draws[0].unit if n not in inert}
         for z in Z_NAMES:
             col = np.array([d.z[z] for d in draws])
             if self._z_active(z):

@@ -105,8 +105,10 @@ def _width(iv: Interval, metric: str) -> str:
 
 def sensitivity_table(run: UncertaintyRun, top: int = 8) -> Table:
     policy, metric = run.decisive()
-    t = Table(title=f"Sensitivity of the {policy} vs {run.policies[0]} {LABELS[metric][0]} delta "
-              f"({run.prior_n} prior draws)", title_justify="left", box=box.SIMPLE_HEAD)
+    what = (f"{policy} vs {run.policies[0]} {LABELS[metric][0]} delta" if len(run.policies) > 1
+            else f"{policy} {LABELS[metric][0]}")
+    t = Table(title=f"Sensitivity of the {what} ({run.prior_n} prior draws)", title_justify="left",
+              box=box.SIMPLE_HEAD)
     for col in ("Parameter", "Spearman ρ", "variance share (binned S1)"):
         t.add_column(col, justify="left" if col == "Parameter" else "right")
     for s in run.sensitivity()[:top]:
@@ -139,8 +141,10 @@ def lines(run: UncertaintyRun) -> list[str]:
     out += [f"note: {n}" for n in run.notes]
     group, share, params, cmd = run.recommendation()
     policy, metric = run.decisive()
+    what = (f"{policy} vs {run.policies[0]} throughput delta's" if len(run.policies) > 1
+            else f"{policy} throughput's")
     out.append(f"measure next: {group} (pins {', '.join(params[:3])}; {share:.2f} of the "
-               f"{policy} vs {run.policies[0]} throughput delta's variance):")
+               f"{what} variance):")
     out.append(COMMAND + cmd.removeprefix("mtpsim "))
     out.append(f"{len(run.draws)} draws x {len(run.policies)} policies in {run.wall_s:.1f} s wall "
                f"on {run.jobs} worker{'s' if run.jobs > 1 else ''}")

@@ -179,6 +179,9 @@ def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = 
                       run: ServedRun,
                       load: Callable[[str], Result] | None = None) -> tuple[Result, Trace]:
     """Serve `policy`, drive the load, stop the server whatever happens -> (Result, Trace)."""
+    if exp.k == 0:
+        raise UserError(exp.source, "speculative.num_speculative_tokens", "expected >= 1 for a "
+                        "real run (k = 0, plain decoding, is simulated only)")
     if run.engine == "vllm" and policy not in VLLM_POLICIES:
         raise UserError(exp.source, "policies", f"vLLM runs only {', '.join(VLLM_POLICIES)}; "
                         f"{policy!r} needs model code vLLM 0.33.0 lacks")
