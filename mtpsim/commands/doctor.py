@@ -24,6 +24,10 @@ def doctor(
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Override a spec field first, as run-real would: section.key=value.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+    smoke: Annotated[bool, typer.Option(
+        "--smoke", help="Check one GPU node for `run-real --smoke` instead (driver's CUDA, nvcc "
+        "for DeepGEMM, host compiler, DeepGEMM, compute capability, disk); no experiment."
+    )] = False,
 ) -> None:
     """Check that this machine can run [cyan]mtpsim run-real[/cyan]: Python, torch and CUDA,
     the GPUs and their memory against the experiment's need (the simulator's memory check), the
@@ -37,6 +41,9 @@ def doctor(
     """
     from mtpsim.doctor import Context, Probe, run_checks
 
+    if smoke and (experiment is not None or set_):
+        raise UserError(None, "--smoke", "takes no experiment or --set (it checks one GPU node "
+                        "for run-real --smoke)")
     if engine not in ("vllm", "reference"):
         raise UserError(None, "--engine", f"expected vllm or reference, got {engine!r}")
     exp = None
@@ -46,10 +53,16 @@ def doctor(
         exp = load_experiment(str(experiment), list(set_ or []))
     elif set_:
         raise UserError(None, "--set", "expected an experiment to apply it to")
-    checks = run_checks(Context(Probe(), engine, exp))
+    if smoke:
+        from mtpsim.doctor.smoke import run_smoke_checks
+
+        checks = run_smoke_checks()
+    else:
+        checks = run_checks(Context(Probe(), engine, exp))
     failed = any(c.status == "FAIL" for c in checks)
     if as_json:
         typer.echo(json.dumps({"engine": engine, "experiment": str(experiment or ""),
+                               "mode": "smoke" if smoke else "experiment",
                                "ok": not failed, "checks": [c.to_json() for c in checks]},
                               indent=2))
     else:
