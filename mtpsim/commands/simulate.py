@@ -93,6 +93,11 @@ def simulate(
     jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", min=1, help="With --uncertainty: worker processes (default: the usable "
         "cores), e.g. -j 1.")] = None,
+    metrics: Annotated[str | None, typer.Option(
+        help="With --uncertainty: the figures tabled: 'default' (throughput, median TPOT, median "
+        "and P90 TTFT, acceptance length), 'all' (mean, median, P90, P99 of TTFT, TPOT, ITL, "
+        "E2EL and the three throughputs, as `vllm bench serve` prints them) or key names, e.g. "
+        "--metrics mean_ttft_ms,p99_tpot_ms. --json/--out always carry all of them.")] = None,
 ) -> None:
     """Simulate each policy of an experiment and print the upstream PR's benchmark table.
 
@@ -113,6 +118,9 @@ def simulate(
         from mtpsim.extras import require
 
         require("--plot", "plots")
+    if metrics is not None and uncertainty is None:
+        raise UserError(None, "--metrics", "expected with --uncertainty (a plain simulate prints "
+                        "every figure in its table and --json)")
     if uncertainty is not None:
         from mtpsim.uncertainty.cli import simulate_uncertainty
 
@@ -120,7 +128,7 @@ def simulate(
             raise UserError(None, "--uncertainty", "expected without --trace, --plot and --expected")
         overrides = list(set_ or []) + (["policies=" + json.dumps(policy)] if policy else []) + (
             [f"seed={seed}"] if seed is not None else [])
-        simulate_uncertainty(str(experiment), overrides, uncertainty, jobs, as_json, out)
+        simulate_uncertainty(str(experiment), overrides, uncertainty, jobs, as_json, out, metrics)
         return
     if bootstrap and not trace:
         raise UserError(None, "--bootstrap", "expected --trace files to refit")

@@ -13,7 +13,7 @@ err_console = Console(stderr=True)
 
 
 def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: int | None,
-                         as_json: bool, out: Path | None) -> None:
+                         as_json: bool, out: Path | None, metrics: str | None = None) -> None:
     from mtpsim.errors import UserError
     from mtpsim.fileio import atomic_write_json, output_dir
     from mtpsim.report.fit import print_lines, print_table
@@ -23,6 +23,7 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
 
     if n < 2:
         raise UserError(None, "--uncertainty", f"expected a number of draws >= 2, got {n}")
+    shown = tables.choose_metrics(metrics)
     if out is not None:
         output_dir(out, "--out")
     jobs = jobs or default_jobs()
@@ -44,9 +45,9 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
         typer.echo(json.dumps(payload, indent=2, default=float))
         return
     groups = tables.intervals_groups(run)
-    print_table(console, tables.intervals_table(run, PRIOR), group=groups)
+    print_table(console, tables.intervals_table(run, PRIOR, shown), group=groups)
     if ALL_ROWS in run.weights:
-        print_table(console, tables.intervals_table(run, ALL_ROWS), group=groups)
+        print_table(console, tables.intervals_table(run, ALL_ROWS, shown), group=groups)
         print_table(console, tables.measured_table(run), keep=2)
         print_table(console, tables.narrowing_table(run))
     print_table(console, tables.sensitivity_table(run))

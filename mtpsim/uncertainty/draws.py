@@ -22,6 +22,12 @@ import numpy as np
 from mtpsim.spec import Experiment
 from mtpsim.uncertainty.priors import PARAMS, Prior, resolved
 
+# what `vllm bench serve` prints (its --save-result key names), each drawn and summarised
+THROUGHPUTS = ("request_throughput", "output_throughput", "total_token_throughput")
+LATENCIES = tuple(f"{stat}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2el")
+                  for stat in ("mean", "median", "p90", "p99"))
+BENCH_METRICS = (*THROUGHPUTS, *LATENCIES, "spec_decode_acceptance_length")
+# the default table (`--metrics` chooses others)
 METRICS = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "p90_ttft_ms",
            "spec_decode_acceptance_length")
 # kept beside METRICS, not tabled: the acceptance length the model expects on the drawn path (no
@@ -168,7 +174,7 @@ def run_draw(exp: Experiment, draw: Draw, calibration: Any = None) -> dict[str, 
             if sim.fresh_cost is not None:
                 sim.fresh_cost = ScaledCost(sim.fresh_cost, factors)
         res = sim.run()
-        out[policy] = {k: float(res.metrics[k]) for k in METRICS}
+        out[policy] = {k: float(res.metrics[k]) for k in BENCH_METRICS}
         if EXPECTED_AL in res.extra:
             out[policy][EXPECTED_AL] = float(res.extra[EXPECTED_AL])
     return out

@@ -83,12 +83,13 @@ def refit_level(values: list[dict[str, dict[str, float]]], z: list[float], level
     times exp(timing_sd * z) (its measurement noise)."""
     import math
 
+    from mtpsim.uncertainty.draws import THROUGHPUTS
     from mtpsim.uncertainty.summary import TIMING
 
     out = []
     for v, zi in zip(values, z, strict=True):
         f = v[level]["output_throughput"] / (row["output_throughput"] * math.exp(noise.timing_sd * zi))
-        out.append({p: {k: (x / f if k == "output_throughput" else x * f if k in TIMING else x)
+        out.append({p: {k: (x / f if k in THROUGHPUTS else x * f if k in TIMING else x)
                         for k, x in m.items()} for p, m in v.items()})
     return out
 

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from mtpsim.uncertainty.domain import Extrapolation
-from mtpsim.uncertainty.draws import EXPECTED_AL, METRICS, Draw
+from mtpsim.uncertainty.draws import BENCH_METRICS, EXPECTED_AL, LATENCIES, THROUGHPUTS, Draw
 
-TIMING = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "p90_ttft_ms")
+TIMING = (*THROUGHPUTS, *LATENCIES)  # scale with the timing discrepancy (throughputs inversely)
+PER_TOKEN = tuple(k for k in LATENCIES if "_tpot_" in k)  # follow tokens per step as well
 ACCEPTANCE = ("spec_decode_acceptance_length", EXPECTED_AL)  # absolute deltas, one discrepancy
 ACCEPT_DISCREPANCY_PCT = 1.0  # model discrepancy of acceptance length - 1 inside the range
 
@@ -86,9 +87,8 @@ def adjust(raw: dict[str, dict[str, float]], draw: Draw, spread: Spread,
             b = base[k]
             if k in TIMING:
                 v = b * (v / b) ** (1.0 if policy == first else e_t)
-                v = v / f if k == "output_throughput" else v * f
-                adj[k] = v * tokens if k == "output_throughput" else (
-                    v / tokens if k == "median_tpot_ms" else v)
+                v = v / f if k in THROUGHPUTS else v * f
+                adj[k] = v * tokens if k in THROUGHPUTS else (v / tokens if k in PER_TOKEN else v)
             elif k in accepted:
                 adj[k] = accepted[k]
             else:
@@ -159,7 +159,9 @@ def verdict(iv: Interval, policy: str, base: str) -> str:
 def summarize(values: list[dict[str, dict[str, float]]], policies: tuple[str, ...],
               w: np.ndarray | None, prob: float) -> dict[str, dict]:
     """{"metrics": policy -> metric -> Interval, "deltas": policy -> metric -> Interval}."""
-    keys = METRICS + ((EXPECTED_AL,) if values and all(
+    keys = tuple(m for m in BENCH_METRICS if values and all(m in v[p] for v in values
+                                                              for p in policies))
+    keys += ((EXPECTED_AL,) if values and all(
         EXPECTED_AL in v[p] for v in values for p in policies) else ())
     metrics = {p: {m: interval(np.array([v[p][m] for v in values]), w, prob) for m in keys}
                for p in policies}

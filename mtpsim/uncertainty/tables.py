@@ -7,16 +7,35 @@ from rich import box
 from rich.table import Table
 
 from mtpsim.report.fit import COMMAND
-from mtpsim.uncertainty.draws import METRICS
+from mtpsim.uncertainty.draws import BENCH_METRICS, METRICS
 from mtpsim.uncertainty.posterior import ess
 from mtpsim.uncertainty.run import ALL_ROWS, PRIOR, UncertaintyRun
 from mtpsim.uncertainty.summary import Interval, verdict
 
-LABELS = {"output_throughput": ("Output throughput (tok/s)", "{:,.1f}"),
-          "median_tpot_ms": ("Median TPOT (ms)", "{:.2f}"),
-          "median_ttft_ms": ("Median TTFT (ms)", "{:,.0f}"),
-          "p90_ttft_ms": ("P90 TTFT (ms)", "{:,.0f}"),
+LABELS = {"request_throughput": ("Request throughput (req/s)", "{:,.3f}"),
+          "output_throughput": ("Output throughput (tok/s)", "{:,.1f}"),
+          "total_token_throughput": ("Total token throughput (tok/s)", "{:,.1f}"),
+          **{f"{stat}_{m}_ms": (f"{stat.capitalize() if stat[0] != 'p' else stat.upper()} "
+                                f"{m.upper()} (ms)", "{:,.0f}" if m in ("ttft", "e2el") else "{:.2f}")
+             for stat in ("mean", "median", "p90", "p99") for m in ("ttft", "tpot", "itl", "e2el")},
           "spec_decode_acceptance_length": ("Acceptance length", "{:.3f}")}
+
+
+def choose_metrics(spec: str | None) -> tuple[str, ...]:
+    """`--metrics`: none or 'default' = the short table, 'all' = every figure `vllm bench serve`
+    prints, else a comma-separated list of its key names."""
+    from mtpsim.errors import UserError
+
+    if spec in (None, "", "default"):
+        return METRICS
+    if spec == "all":
+        return BENCH_METRICS
+    keys = tuple(k.strip() for k in spec.split(",") if k.strip())
+    bad = [k for k in keys if k not in BENCH_METRICS]
+    if bad or not keys:
+        raise UserError(None, "--metrics", f"expected 'default', 'all' or keys from "
+                        f"{', '.join(BENCH_METRICS)}; got {', '.join(bad) or repr(spec)}")
+    return keys
 
 
 def _iv(iv: Interval, fmt: str) -> str:
@@ -29,7 +48,7 @@ def _delta(iv: Interval, metric: str) -> str:
     return f"{iv.median:+.2f} % [{iv.lo:+.2f}, {iv.hi:+.2f}]"
 
 
-def intervals_table(run: UncertaintyRun, which: str) -> Table:
+def intervals_table(run: UncertaintyRun, which: str, metrics: tuple[str, ...] = METRICS) -> Table:
     s = run.summary(which)
     pct = round(100 * run.prob)
     what = "priors only" if which == PRIOR else f"conditioned on {which}"
@@ -45,7 +64,7 @@ def intervals_table(run: UncertaintyRun, which: str) -> Table:
         t.add_column(f"{p} vs {base}", justify="right")
         t.add_column("P(Δ>0)", justify="right")
         t.add_column("verdict")
-    for m in METRICS:
+    for m in metrics:
         label, fmt = LABELS[m]
         cells = [_iv(s["metrics"][p][m], fmt) for p in run.policies]
         for p in run.policies[1:]:
