@@ -5,7 +5,10 @@ token budget."""
 from mtpsim.sim.simulator import simulate
 from mtpsim.spec import experiment_from_dict
 
-RAW = {"policies": ["fresh"], "engine": {"tp": 8, "max_num_seqs": 8, "max_num_batched_tokens": 8192},
+# The same model under both schedulers (a reference-scheduler spec would default to the
+# reference model), so only the step formation differs.
+RAW = {"policies": ["fresh"], "model": {"preset": "deepseek-v3.2"},
+       "engine": {"tp": 8, "max_num_seqs": 8, "max_num_batched_tokens": 8192},
        "workload": {"num_prompts": 4, "input_len": 20000, "output_len": 50, "max_concurrency": 4}}
 
 

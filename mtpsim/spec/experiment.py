@@ -138,6 +138,15 @@ def load_experiment(path: str | Path, overrides: Sequence[str] = ()) -> Experime
     return experiment_from_dict(raw, source=str(path), overrides=overrides)
 
 
+def _default_preset(section: str, raw: Mapping[str, Any]) -> str:
+    """A reference-engine experiment (engine.scheduler = "reference") models mtpsim's reference
+    model by default, not DeepSeek-V3.2 (whose 638 GiB of weights fit no single GPU)."""
+    engine = raw.get("engine")
+    if section == "model" and isinstance(engine, dict) and engine.get("scheduler") == "reference":
+        return "reference"
+    return (ModelSpec if section == "model" else HardwareSpec)().preset
+
+
 def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
                          overrides: Sequence[str] = ()) -> Experiment:
     """Validate an experiment given as nested dicts (as TOML would load it)."""
@@ -186,7 +195,7 @@ def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
             table = {**extra, **table}
         if section in ("model", "hardware"):
             kind = "models" if section == "model" else "gpus"
-            name = table.get("preset", cls().preset)
+            name = table.get("preset", _default_preset(section, raw))
             if not isinstance(name, str):
                 raise SpecError(source, f"{section}.preset", f"expected a string, got {name!r}")
             if name:
@@ -202,7 +211,7 @@ def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
                         if isinstance(preset.get(extra), dict):
                             model_extras[extra] = preset.pop(extra)
                 preset_keys = set(preset) - set(table)
-                table = {**preset, **table}
+                table = {"preset": name, **preset, **table}
         built[section] = build_section(cls, table, section,
                                        source_of(section, preset_file, preset_keys))
 

@@ -33,7 +33,8 @@ _MAX_LEN = 10_000_000  # tokens of one prompt or output
 class ModelSpec:
     """A DSA + MTP model; a preset file fills the fields, the experiment may override any."""
 
-    preset: str = option("deepseek-v3.2", "preset file under spec/presets/models ('' = none)")
+    preset: str = option("deepseek-v3.2", "preset file under spec/presets/models ('' = none; "
+                         "'reference' when engine.scheduler = 'reference')")
     name: str = option("", "Hugging Face id that `vllm serve` loads")
     quantization: str = option("fp8", "weight format", one_of(*QUANTIZATIONS))
     num_layers: int = option(0, "decoder layers of the target (MTP layers excluded)", _pos)
