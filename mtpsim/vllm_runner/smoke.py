@@ -20,14 +20,18 @@ from mtpsim.result import Result
 from mtpsim.trace import Trace
 
 POLICIES = ("fresh", "share")
-# Smoke settings, applied before the user's --set (which may still change the load).
+# Smoke settings, applied before the user's --set (which may still change the load); the same
+# values as experiments/smoke-h200.toml. No flag of a bigger experiment comes along (-O3, extra
+# arguments), and the server timeouts fit a 10-minute GPU window: start-up well under it, a
+# stop grace that lets the workers run the plugin's exit flush.
 OVERRIDES = ("engine.tp=1", "engine.max_num_seqs=8", "engine.max_num_batched_tokens=8192",
              "workload.num_prompts=8", "workload.input_len=2560", "workload.output_len=64",
              "workload.max_concurrency=4", "workload.request_rate=inf", "workload.num_warmups=0",
              'workload.dataset="random"', 'workload.backend="openai"',
              'workload.input_len_distribution="fixed"', 'workload.output_len_distribution="fixed"',
              "workload.ignore_eos=true", 'model.quantization="bf16"', "model.vocab_size=256",
-             "vllm.startup_timeout_s=1200.0", f"policies={json.dumps(list(POLICIES))}")
+             "vllm.extra_args=[]", "vllm.compilation_mode=0", "vllm.startup_timeout_s=240.0",
+             "vllm.stop_timeout_s=45.0", f"policies={json.dumps(list(POLICIES))}")
 # Settings `--smoke` owns in `vllm serve` (argparse destination -> why).
 OWNED = {"load_format": "dummy weights, set by --smoke",
          "max_model_len": "sized by --smoke to the smoke workload"}
