@@ -102,7 +102,7 @@ def test_a_missing_calibration_file_and_a_policy_it_never_saw_are_user_errors(tm
     res = run(["simulate", str(exp)])
     assert res.exit_code == 2 and "cal.json" in res.output and "not found" in res.output
     res = run(["simulate", str(exp), "--trace", str(traces[0]), "-p", "target_share"])
-    assert res.exit_code == 2 and "acceptance.policies.target_share" in res.output
+    assert res.exit_code == 2 and "--trace" in res.output and "target_share" in res.output
 
 
 def test_a_bad_trace_file_is_one_line_naming_the_file_and_line(tmp_path, traces):

@@ -52,6 +52,27 @@ def run_policies(exp_path: str, overrides: list[str], show_progress: bool,
     return exp, results
 
 
+def _fit_what_the_traces_hold(cal: Calibration, path: str, overrides: list[str],
+                              chosen: bool) -> tuple[Calibration, list[str], list[str]]:
+    """Traces of a subset of the spec's policies: the others take their overlap from the spec
+    (said in a note), and those only their own traces can fit are left out (said too), or
+    refused when the user chose them with --policy."""
+    from mtpsim.calibration.partial import fill_from_spec
+    from mtpsim.errors import UserError
+    from mtpsim.spec import load_experiment
+
+    exp = load_experiment(path, overrides)
+    cal, notes, left_out = fill_from_spec(cal, exp)
+    if left_out:
+        if chosen or len(left_out) == len(exp.policies):
+            raise UserError(None, "--trace", f"expected a trace of each policy to simulate: "
+                            f"{'; '.join(left_out)}")
+        kept = [p for p in exp.policies if not any(x.startswith(f"{p} (") for x in left_out)]
+        notes.append(f"left out: {'; '.join(left_out)}")
+        overrides = [*overrides, "policies=" + json.dumps(kept)]
+    return cal, notes, overrides
+
+
 def simulate(
     experiment: Annotated[Path, typer.Argument(help="Experiment TOML, e.g. experiments/pr47352.toml.")],
     set_: Annotated[list[str] | None, typer.Option(
@@ -158,6 +179,10 @@ def simulate(
         overrides.append(f"seed={seed}")
     if expected:
         overrides.append('acceptance.mode="expected"')
+    notes: list[str] = []
+    if calibration is not None:
+        calibration, notes, overrides = _fit_what_the_traces_hold(calibration, str(experiment),
+                                                                   overrides, bool(policy))
     t0 = time.perf_counter()
     exp, results = run_policies(str(experiment), overrides,
                                 show_progress=not as_json and err_console.is_terminal,
@@ -172,12 +197,16 @@ def simulate(
         extra = {} if calibration is None else {"calibration": calibration.to_json()}
         typer.echo(json.dumps({"experiment": str(experiment), "wall_s": wall,
                                "results": payload, **extra}, indent=2))
+        for line in notes:
+            err_console.print(line, highlight=False, markup=False, soft_wrap=True)
         return
     if calibration is not None:
         for table in fit_tables(calibration):
             print_table(console, table)
         if save_calibration is not None:
             console.print(f"calibration written to {save_calibration}", highlight=False)
+    for line in notes:
+        console.print(line, highlight=False, markup=False)
     print_table(console, pr_table(results, title=setup_title(exp, "simulated")))
     for line in summary_lines(results):
         console.print(line, highlight=False)
