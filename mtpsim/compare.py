@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from mtpsim.metrics import RequestRecord
 from mtpsim.policies import policies_where
 from mtpsim.result import Result
+from mtpsim.verdict import Rope, higher_is_better, judge, same_program
 
 # (key, label, unit) of the figures a sim-vs-real comparison covers, in report order.
 FIDELITY_METRICS: tuple[tuple[str, str], ...] = (
@@ -80,6 +81,11 @@ class ABRow:
     ci_low: float = math.nan
     ci_high: float = math.nan
     acceptance: bool = False  # an acceptance figure: the placebo noise floor applies
+    verdict: str = ""  # mtpsim.verdict: better / worse / no practical difference / cannot tell
+    p_above: float = math.nan  # P(delta > +region)
+    p_below: float = math.nan  # P(delta < -region)
+    ci_pct: bool = False  # the CI is in % of A (paired rounds), not in the metric's units
+    rounds: int = 0  # rounds the paired CI rests on (0: none)
 
     @property
     def delta(self) -> float:
@@ -107,6 +113,8 @@ class ABReport:
     # Placebo noise floor per acceptance metric, in the metric's own units (None: no placebo).
     noise_floor: dict[str, float] | None
     num_requests: tuple[int, int] | None
+    same_program_k: int | None = None  # A and B are the same program at this k: not compared
+    rope: Rope = Rope()
 
     def within_noise(self, row: ABRow) -> bool | None:
         """An acceptance delta that does not clear the placebo noise floor."""
@@ -207,10 +215,38 @@ def _aggregate_rows(a: Result, b: Result) -> list[ABRow]:
     return rows
 
 
+NO_ROUNDS = "cannot tell (no rounds)"
+
+
+def is_timing(key: str) -> bool:
+    return "throughput" in key or key.endswith("_ms") or key == "duration"
+
+
+def _k_of(res: Result) -> int | None:
+    k = (res.spec.get("speculative") or {}).get("num_speculative_tokens") if res.spec else None
+    return int(k) if isinstance(k, int) else (len(_per_position(res)) or None)
+
+
+def _timing_row(row: ABRow, a: Result, b: Result, rope: Rope, normalise: bool, level: float) -> ABRow:
+    """A timing figure is judged only from paired rounds: a request-level bootstrap of two runs
+    made one after the other cannot tell the policies' effect from the machine's drift."""
+    from mtpsim.paired import paired_delta
+
+    pd = paired_delta(a, b, row.key, rope=rope, level=level, normalise=normalise)
+    if pd is None:
+        return replace(row, ci_low=math.nan, ci_high=math.nan, p_above=math.nan, p_below=math.nan,
+                       verdict=NO_ROUNDS)
+    return replace(row, ci_low=pd.lo, ci_high=pd.hi, ci_pct=True, p_above=pd.p_above,
+                   p_below=pd.p_below, verdict=pd.verdict, rounds=pd.n)
+
+
 def ab_compare(a: Result, b: Result, *, num_boot: int = 2000, seed: int = 0,
-               level: float = 0.95) -> ABReport:
-    """B vs A. With per-request records in both, request-level bootstrap CIs; otherwise the
+               level: float = 0.95, rope: Rope | None = None, normalise: bool = False) -> ABReport:
+    """B vs A. Acceptance figures: request-level bootstrap CIs (requests are the units; acceptance
+    does not depend on timing). Timing figures: paired per-round deltas (mtpsim.paired) when both
+    results hold interleaved rounds, otherwise no verdict. Without per-request records, the
     aggregate deltas with the placebo noise floor only."""
+    rope = rope or Rope()
     pa, pb = a.policy or "A", b.policy or "B"
     rows = _aggregate_rows(a, b)
     n = None
@@ -226,10 +262,17 @@ def ab_compare(a: Result, b: Result, *, num_boot: int = 2000, seed: int = 0,
         for key, label, stat, acc in _request_stats(npos):
             deltas = stat(db, ib) - stat(da, ia)
             lo, hi = np.nanpercentile(deltas, [lo_q, hi_q])
+            half, _ = rope.half_width(key)
             boot.append(ABRow(key, label, float(stat(da, full_a)), float(stat(db, full_b)),
-                              float(lo), float(hi), acc))
+                              float(lo), float(hi), acc,
+                              verdict=judge(float(lo), float(hi), half, higher_is_better(key)),
+                              p_above=float(np.nanmean(deltas > half)),
+                              p_below=float(np.nanmean(deltas < -half))))
         keys = {r.key for r in boot}
         rows = boot + [r for r in rows if r.key not in keys]
         n = (len(a.requests), len(b.requests))
+    rows = [_timing_row(r, a, b, rope, normalise, level) if is_timing(r.key) else r for r in rows]
     floor = placebo_noise_floor(rows) if pa in STEP0_AS_FRESH and pb in STEP0_AS_FRESH else None
-    return ABReport(pa, pb, rows, floor, n)
+    k = _k_of(a) or _k_of(b)
+    same = k if k is not None and same_program(pa, pb, k) and pa != pb else None
+    return ABReport(pa, pb, rows, floor, n, same, rope)

@@ -200,7 +200,7 @@ def test_run_real_report(tables, width, tmp_path, monkeypatch):
     exp = write_small(tmp_path)
     exp.write_text(exp.read_text().replace('["fresh", "share"]',
                                            '["fresh", "share", "share_recent", "target_share"]'))
-    out = _run(["run-real", str(exp), "--out", str(tmp_path / "o")], width)
+    out = _run(["run-real", str(exp), "--out", str(tmp_path / "o"), "--rounds", "1", "--no-probe"], width)
     assert_whole(out, tables, width)
 
 

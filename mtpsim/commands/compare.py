@@ -14,7 +14,7 @@ from rich.table import Table
 from mtpsim.errors import UserError
 
 if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
-    from mtpsim.compare import ABReport
+    from mtpsim.compare import ABReport, ABRow
     from mtpsim.result import Result
 
 console = Console()
@@ -51,35 +51,57 @@ def _fmt(x: float, key: str = "") -> str:
     return f"{x:.2f}" if abs(x) >= 0.1 or x == 0 else f"{x:.4f}"
 
 
+def _ci(r: ABRow) -> str:
+    if not r.has_ci:
+        return "-"
+    unit = "%" if r.ci_pct else ""
+    return f"[{_fmt(r.ci_low)}{unit}, {_fmt(r.ci_high)}{unit}]"
+
+
+def _verdict(rep: ABReport, r: ABRow) -> str:
+    if r.key == "pos0" and rep.noise_floor is not None:
+        return "placebo: step 0 identical by design"
+    noise = rep.within_noise(r)
+    if r.verdict:
+        floor = f"; within noise (±{_fmt(rep.noise_floor[r.key])})" if noise else ""  # type: ignore[index]
+        return f"{r.verdict}{floor}"
+    if noise:
+        return f"within noise (±{_fmt(rep.noise_floor[r.key])})"  # type: ignore[index]
+    return f"clears noise (±{_fmt(rep.noise_floor[r.key])})" if noise is False else ""  # type: ignore[index]
+
+
 def _ab_table(rep: ABReport, mode: str) -> Table:
     title = f"{mode}: {rep.policy_b} vs {rep.policy_a}"
     if rep.num_requests:
-        title += f" ({rep.num_requests[0]} / {rep.num_requests[1]} requests, 95% bootstrap CI)"
+        title += f" ({rep.num_requests[0]} / {rep.num_requests[1]} requests, 95% CI)"
     has_ci = any(r.has_ci for r in rep.rows)
     t = Table(title=title, title_justify="left", caption_justify="left")
+    rounds = max((r.rounds for r in rep.rows), default=0)
+    t.caption = ("Acceptance: request-level bootstrap CI. Timings: Student t over "
+                 + (f"{rounds} paired interleaved rounds (CI in % of A)" if rounds else
+                    "paired interleaved rounds, which these results lack (run-real --rounds)")
+                 + ". Verdicts against a region of practical equivalence (R): " + _rope_words(rep)
+                 + "; P(Δ>+R) the probability the delta lies above it.")
     if not has_ci:
-        t.caption = ("No 95% CI column: these results carry no per-request records (a vLLM bench "
-                     "JSON or a transcribed table), and the bootstrap resamples requests.")
-    cols = ("Metric", rep.policy_a, rep.policy_b, "Delta", "Delta %", *(("95% CI",) if has_ci else ()),
-            "Verdict")
+        t.caption = ("No 95% CI column: these results carry no per-request records or rounds (a vLLM "
+                     "bench JSON or a transcribed table).")
+    cols = ("Metric", rep.policy_a, rep.policy_b, "Delta", "Delta %",
+            *(("95% CI", "P(Δ>+R)") if has_ci else ()), "Verdict")
     for col in cols:
         t.add_column(col, justify="left" if col in ("Metric", "Verdict") else "right")
     for r in rep.rows:
-        ci = f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]" if r.has_ci else "-"
-        noise = rep.within_noise(r)
-        if r.key == "pos0" and rep.noise_floor is not None:
-            verdict = "placebo: step 0 identical by design"
-        elif noise:
-            verdict = f"within noise (±{_fmt(rep.noise_floor[r.key])})"  # type: ignore[index]
-        elif r.significant is not None:
-            verdict = "significant" if r.significant else "not significant"
-        else:
-            verdict = f"clears noise (±{_fmt(rep.noise_floor[r.key])})" if noise is False else ""  # type: ignore[index]
         t.add_row(r.label, _fmt(r.a, r.key), _fmt(r.b, r.key), _fmt(r.delta), f"{r.rel_pct:+.2f}%",
-                  *((ci,) if has_ci else ()), verdict)
+                  *((_ci(r), "-" if r.p_above != r.p_above else f"{r.p_above:.2f}") if has_ci else ()),
+                  _verdict(rep, r))
     from mtpsim.report.fit import footnote_dashes
 
-    return footnote_dashes(t, "no CI for this metric: it has no per-request form in these results")
+    return footnote_dashes(t, "no CI for this metric: no per-request form or no paired rounds")
+
+
+def _rope_words(rep: ABReport) -> str:
+    r = rep.rope
+    return (f"±{r.timing_pct:g} % timings, ±{r.acceptance_length:g} acceptance length, "
+            f"±{r.acceptance_points:g} points acceptance rates")
 
 
 def compare(
@@ -93,11 +115,21 @@ def compare(
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON only.")] = False,
     plot: Annotated[Path | None, typer.Option(
         help="Write PNG plots to DIR: sim vs real scatter, per-position acceptance per mode.")] = None,
+    rope_timing: Annotated[float, typer.Option(
+        min=0.0, help="Region of practical equivalence for timing deltas, ± % of the baseline.")] = 0.5,
+    rope_acceptance: Annotated[float, typer.Option(
+        min=0.0, help="Region of practical equivalence for acceptance length deltas, ±.")] = 0.01,
+    normalise: Annotated[bool, typer.Option(
+        "--normalise", help="Put each round's timings in units of the machine-speed probe taken "
+        "around it before pairing (mtpsim.probe).")] = False,
 ) -> None:
     """Compare results: [b]sim vs real[/b] for every policy found in both modes (error % per
     metric and the mean absolute percentage error), and a [b]policy A/B[/b] within each mode:
-    delta with a 95 % request-level bootstrap CI, and the placebo noise floor (position-0
-    acceptance cannot differ between fresh, share and share_recent, so its difference is noise).
+    acceptance deltas with a 95 % request-level bootstrap CI, timing deltas from the paired
+    per-round differences of interleaved rounds (run-real --rounds; drift cancels), each judged
+    against a region of practical equivalence ("better", "worse", "no practical difference",
+    "cannot tell"); and the placebo noise floor (position-0 acceptance cannot differ between
+    fresh, share and share_recent, so its difference is noise).
 
     Example: [cyan]mtpsim compare runs/sim runs/real[/cyan] ·
     [cyan]mtpsim compare fresh=off.json share=on.json[/cyan]
@@ -105,6 +137,9 @@ def compare(
     from mtpsim.compare import ab_compare, fidelity, mean_abs_pct_error
     from mtpsim.compare_sweep import is_sweep
     from mtpsim.report.fit import print_table
+    from mtpsim.verdict import Rope
+
+    rope = Rope(timing_pct=rope_timing, acceptance_length=rope_acceptance)
 
     if plot is not None:
         from mtpsim.extras import require
@@ -141,12 +176,26 @@ def compare(
         for policy, res in pols.items():
             if policy == baseline:
                 continue
-            rep = ab_compare(pols[baseline], res, num_boot=num_boot, seed=seed)
+            rep = ab_compare(pols[baseline], res, num_boot=num_boot, seed=seed, rope=rope,
+                             normalise=normalise)
+            if rep.same_program_k is not None:
+                out["ab"][f"{mode}:{policy}"] = {"baseline": baseline, "policy": policy,  # type: ignore[index]
+                                                 "same_program_at_k": rep.same_program_k}
+                if not as_json:
+                    console.print(f"{mode}: {policy} and {baseline} are the same program at k = "
+                                  f"{rep.same_program_k} (no draft step reuses a row): not compared",
+                                  highlight=False)
+                continue
             out["ab"][f"{mode}:{policy}"] = {  # type: ignore[index]
                 "baseline": baseline, "policy": policy, "noise_floor": rep.noise_floor,
-                "num_requests": rep.num_requests,
+                "num_requests": rep.num_requests, "normalised": normalise,
+                "rope": {"timing_pct": rope.timing_pct, "acceptance_length": rope.acceptance_length,
+                         "acceptance_points": rope.acceptance_points},
                 "rows": [{"metric": r.key, "a": r.a, "b": r.b, "delta": r.delta, "rel_pct": r.rel_pct,
                           "ci": [r.ci_low, r.ci_high] if r.has_ci else None,
+                          "ci_unit": "pct" if r.ci_pct else "metric", "rounds": r.rounds,
+                          "verdict": r.verdict or None, "p_above_region": r.p_above,
+                          "p_below_region": r.p_below,
                           "significant": r.significant, "within_noise": rep.within_noise(r)}
                          for r in rep.rows]}
             if not as_json:

@@ -104,7 +104,7 @@ def _weights_sha(exp: Experiment) -> str | None:
 
 
 def _finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
-              weights_sha: str | None = None) -> Result | None:
+              weights_sha: str | None = None, rounds: int = 1) -> Result | None:
     """A complete result of the same run already at `path` (a rerun keeps it), None if there is
     none; a result of other settings (spec, weights, engine, policy) is refused, not resumed.
     Reference weights are compared by content (`weights_sha`) when the result records it: the
@@ -125,6 +125,8 @@ def _finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
             spec.get("reference", {}).pop("weights", None)
         diff += [] if res.extra["weights_sha256"] == weights_sha else ["reference weights (content)"]
     diff += _changed(old, new)
+    had = len(res.extra.get("rounds") or [None])
+    diff += [] if had == rounds else [f"rounds ({had} there, {rounds} now)"]
     if diff:
         shown = ", ".join(diff[:4]) + (f" and {len(diff) - 4} more" if len(diff) > 4 else "")
         raise UserError(path, None, f"expected a result of the same settings to resume, but "
@@ -133,7 +135,8 @@ def _finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
 
 
 def _resume(experiment: Path, engine: str, out: Path, sets: list[str] | None, policies: list[str] | None,
-            seed: int | None, server: bool, trace: bool, bench_client: str) -> list[str]:
+            seed: int | None, server: bool, trace: bool, bench_client: str,
+            rounds: int | None = None) -> list[str]:
     """The command that resumes this run: the same options (finished policies are skipped)."""
     from mtpsim.report.interrupt import resume_argv
 
@@ -143,13 +146,24 @@ def _resume(experiment: Path, engine: str, out: Path, sets: list[str] | None, po
     opts += ["--seed", str(seed)] if seed is not None else []
     opts += ["--server"] * server + ["--trace"] * trace
     opts += ["--bench-client", bench_client] if bench_client != "mtpsim" else []
+    opts += ["--rounds", str(rounds)] if rounds is not None else []
     return resume_argv("run-real", str(experiment), str(out), opts)
 
 
 def _interrupted(policies: tuple[str, ...], results: dict[str, Result], progress: dict[str, int],
-                 num_prompts: int, out: Path, resume: list[str]) -> str:
+                 num_prompts: int, out: Path, resume: list[str],
+                 done_rounds: dict[str, list[Path]] | None = None, n_rounds: int = 1) -> str:
     from mtpsim.report.interrupt import interrupted_line
 
+    if n_rounds > 1:  # a round on disk is kept; a policy is complete once all its rounds are
+        done_rounds = done_rounds or {}
+        kept = [f"{p} ({out / f'{p}.json'})" if p in results else
+                f"{p} rounds {len(done_rounds[p])}/{n_rounds} ({out / 'rounds'})"
+                for p in policies if p in results or done_rounds.get(p)]
+        lost = [f"{p} (round in progress, {progress[p]} requests done; a round's result is written "
+                "only once it completes)" if p in progress else f"{p} (rest not started)"
+                for p in policies if p not in results]
+        return interrupted_line(kept, lost, resume)
     kept = [f"{p} ({out / f'{p}.json'})" for p in policies if p in results]
     lost = [f"{p} (in progress, {progress[p]}/{num_prompts} requests done; a policy's result is "
             "written only once it completes)" if p in progress else f"{p} (not started)"
@@ -163,6 +177,73 @@ def refuse_plain_decoding(exp: Experiment, command: str) -> None:
         raise UserError(exp.source, "speculative.num_speculative_tokens",
                         f"expected >= 1 for {command} (its engines run MTP; k = 0, plain "
                         "decoding, is simulated only: mtpsim simulate / sweep / advise)")
+
+
+def _round_plan(exp: Experiment, rounds: int | None, served: bool,
+                source: Path | None = None) -> list[tuple[tuple[str, ...], range]]:
+    """(policies in order, request indices) per round; one round for a served run, whose
+    server serves one policy per start."""
+    from mtpsim import rounds as rounds_mod
+
+    n = exp.workload.num_prompts
+    if served:
+        if rounds not in (None, 1):
+            raise UserError(None, "--rounds", "applies to the in-process reference engine (a served "
+                            "run starts one server per policy); pass --rounds 1 or drop --server")
+        r = 1
+    else:
+        conc = min(exp.workload.max_concurrency or n, exp.engine.max_num_seqs, n)
+        r = rounds if rounds is not None else rounds_mod.auto_rounds(n, conc)
+        if not 1 <= r <= n:
+            raise UserError(None, "--rounds", f"expected 1 to {n} (the workload's requests), got {r}")
+    return list(zip(rounds_mod.order(exp.policies, r), rounds_mod.chunks(n, r), strict=True))
+
+
+def _round_path(out: Path, r: int, n_rounds: int, policy: str) -> Path:
+    return out / f"{policy}.json" if n_rounds == 1 else out / "rounds" / f"r{r:02d}" / f"{policy}.json"
+
+
+def _finished_round(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
+                    weights_sha: str | None, r: int, n_rounds: int) -> tuple[Result, object] | None:
+    """A complete round of the same run at `path` with its trace, or None (then it reruns)."""
+    from mtpsim.trace import read_trace
+
+    res = _finished(path, mode, policy, exp, served, weights_sha, rounds=1)
+    if res is None:
+        return None
+    where = res.extra.get("round", {})
+    if where.get("index") != r or where.get("of") != n_rounds:
+        raise UserError(path, "extra.round", f"expected round {r + 1} of {n_rounds}, found "
+                        f"{where}; rerun with --force or choose another --out")
+    trace_path = path.with_suffix(".trace.jsonl")
+    return (res, read_trace(trace_path)) if trace_path.is_file() else None
+
+
+def _pool_rounds(parts: list[tuple[Result, object]], out: Path, name: str) -> tuple[Result, object]:
+    """Write the policy's pooled result and trace (after its last round) and return them."""
+    from mtpsim import rounds as rounds_mod
+
+    res = rounds_mod.pool([p[0] for p in parts])
+    tr = rounds_mod.pool_traces([p[1] for p in parts])
+    tr.write(out / f"{name}.trace.jsonl")
+    res.write(out / f"{name}.json")
+    return res, tr
+
+
+class _Probe:
+    """Machine-speed probe readings: the reading after one block is the one before the next."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled, self.last = enabled, None
+
+    def reading(self, fresh: bool = False) -> dict | None:
+        if not self.enabled:
+            return None
+        if fresh or self.last is None:
+            from mtpsim.probe import run_probe
+
+            self.last = run_probe()
+        return self.last
 
 
 def _refuse_policies_vllm_cannot_run(policies: tuple[str, ...] | list[str],
@@ -204,6 +285,13 @@ def run_real(
         "requests per policy, trace mode; checks the plugin engaged, indexer calls per draft "
         "step (k under fresh, 1 under share), compaction, complete traces and counters that "
         "agree. Writes DIR/smoke.json; exit 1 if a check fails.")] = False,
+    rounds: Annotated[int | None, typer.Option(
+        help="Reference engine: split the requests into R rounds and run every policy in each, "
+        "in A B / B A order, so machine drift cancels in paired deltas (DIR/rounds/rNN/). "
+        "Default: as many rounds as give each a full batch, at most 8.")] = None,
+    probe_on: Annotated[bool, typer.Option(
+        "--probe/--no-probe", help="Time the fixed machine-speed probe (a few seconds, one "
+        "thread) before and after every policy's round; recorded in the results.")] = True,
 ) -> None:
     """Run the experiment's workload on a real engine for each policy and write a result in the
     same schema as [cyan]mtpsim simulate[/cyan] (with per-request records) plus a trace.
@@ -245,48 +333,82 @@ def run_real(
     output_dir(out, "--out")  # before the run: a finished run must have somewhere to go
     mode = "reference" if engine == "reference" else engine
     weights_sha = _weights_sha(exp) if engine == "reference" else None
+    n_rounds = len(_round_plan(exp, rounds, served, source=experiment))
     kept = {} if force else {name: prev for name in exp.policies if (prev := _finished(
-        out / f"{name}.json", mode, name, exp, served, weights_sha))}
+        out / f"{name}.json", mode, name, exp, served, weights_sha, n_rounds))}
     runner = policy_runner(engine, server, out, trace, bench_client, smoke=smoke)
     if smoke:
         smoke_run.prepare_model((out / "smoke-model").absolute())
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from mtpsim import rounds as rounds_mod
+
+    plan = _round_plan(exp, rounds, served, source=experiment)
     results: dict[str, Result] = {}
     traces: dict[str, object] = {}
     progress: dict[str, int] = {}
+    done_rounds: dict[str, list[Path]] = {}
     t0 = time.perf_counter()
+    probe = _Probe(enabled=probe_on and not served)
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=err_console, transient=True) as bar:
-            for name in exp.policies:
-                res_path = out / f"{name}.json"
-                if (prev := kept.get(name)) is not None:
-                    results[name] = prev
-                    err_console.print(f"{name}: kept {res_path} (use --force to rerun)", highlight=False)
-                    continue
-                task = bar.add_task(f"{engine}: {name}", total=exp.workload.num_prompts)
-                progress[name] = 0
+            for name, prev in kept.items():
+                results[name] = prev
+                err_console.print(f"{name}: kept {out / f'{name}.json'} (use --force to rerun)",
+                                  highlight=False)
+            by_round: dict[str, list[tuple[Result, object]]] = {p: [] for p in exp.policies if p not in kept}
+            for r, (names, chunk) in enumerate(plan):
+                for position, name in enumerate(n for n in names if n not in kept):
+                    res_path = _round_path(out, r, len(plan), name)
+                    prev_round = None if force or len(plan) == 1 else _finished_round(
+                        res_path, mode, name, exp, served, weights_sha, r, len(plan))
+                    if prev_round is not None:
+                        by_round[name].append(prev_round)
+                        done_rounds.setdefault(name, []).append(res_path)
+                        continue
+                    label = f"{engine}: {name}" + (f" round {r + 1}/{len(plan)}" if len(plan) > 1 else "")
+                    task = bar.add_task(label, total=len(chunk))
+                    progress[name] = 0
 
-                def tick(done: int, _n: int, task=task, name=name) -> None:
-                    progress[name] = done
-                    bar.update(task, completed=done)
+                    def tick(done: int, _n: int, task=task, name=name) -> None:
+                        progress[name] = done
+                        bar.update(task, completed=done)
 
-                result, run_trace = runner(exp, name, tick)
-                if weights_sha is not None:
-                    result.extra["weights_sha256"] = weights_sha
-                run_trace.write(out / f"{name}.trace.jsonl")
-                traces[name] = run_trace
-                result.write(res_path)  # last, so a result on disk means the policy is complete
-                results[name] = result
+                    before = probe.reading()
+                    if len(plan) == 1:
+                        result, run_trace = runner(exp, name, tick)
+                    else:
+                        result, run_trace = runner(exp, name, tick, requests=chunk)
+                    after = probe.reading(fresh=True)
+                    del progress[name]
+                    if weights_sha is not None:
+                        result.extra["weights_sha256"] = weights_sha
+                    result.extra["round"] = {"index": r, "of": len(plan), "position": position,
+                                             "requests": [chunk.start, chunk.stop]}
+                    if before is not None:
+                        result.extra["probe"] = {"before": before, "after": after}
+                    if len(plan) == 1:
+                        result.extra["rounds"] = [rounds_mod.summary(result)]
+                        results[name], traces[name] = result, run_trace
+                    else:
+                        res_path.parent.mkdir(parents=True, exist_ok=True)
+                    run_trace.write(res_path.with_suffix(".trace.jsonl"))
+                    result.write(res_path)  # last, so a result on disk means the round is complete
+                    by_round[name].append((result, run_trace))
+                    done_rounds.setdefault(name, []).append(res_path)
+            if len(plan) > 1:
+                for name, parts in by_round.items():
+                    results[name], traces[name] = _pool_rounds(parts, out, name)
     except KeyboardInterrupt:
         err_console.print(_interrupted(exp.policies, results, progress, exp.workload.num_prompts, out,
                                        _resume(experiment, engine, out, set_, policy, seed, server, trace,
-                                               bench_client)),
+                                               bench_client, rounds), done_rounds, len(plan)),
                           highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(130) from None
     wall = time.perf_counter() - t0
+    results = {p: results[p] for p in exp.policies if p in results}
 
     from mtpsim.report import phase_table, pr_table, summary_lines
     from mtpsim.report.fit import print_table
@@ -311,6 +433,10 @@ def run_real(
                       f"{'-' if share is None else f'{100 * share:.1f}%'}", highlight=False)
     console.print(f"{len(results)} policies in {wall:.1f} s wall; results and traces in {out}/",
                   highlight=False)
+    if len(plan) > 1:
+        console.print(f"{len(plan)} interleaved rounds (policy order reversed every other round; "
+                      f"each round's files in {out / 'rounds'}/); paired deltas: mtpsim compare {out}",
+                      highlight=False)
     if smoke:
         _smoke_report(results, traces, exp.k, out)
 

@@ -74,9 +74,10 @@ def workload(exp: Experiment) -> tuple[list[list[int]], list[int], np.ndarray]:
     return prompts, [int(x) for x in out_len], send
 
 
-def run_policy(exp: Experiment, policy: str,
-               progress: Progress | None = None) -> tuple[Result, Trace]:
-    """Serve the experiment's workload with `policy` on the reference engine."""
+def run_policy(exp: Experiment, policy: str, progress: Progress | None = None,
+               requests: range | None = None) -> tuple[Result, Trace]:
+    """Serve the experiment's workload with `policy` on the reference engine; `requests`: only
+    those of the seeded requests (one round), with their own prompts and sampling seeds."""
     ref, w = exp.reference, exp.workload
     if ref.threads > 0:
         torch.set_num_threads(ref.threads)
@@ -84,6 +85,9 @@ def run_policy(exp: Experiment, policy: str,
     path = weights_path(exp)
     model = weights.load(path, device=device)
     prompts, out_lens, send = workload(exp)
+    ids = list(requests if requests is not None else range(len(prompts)))
+    prompts, out_lens = [prompts[i] for i in ids], [out_lens[i] for i in ids]
+    send = send[ids] - (send[ids[0]] if ids else 0.0)
     n = len(prompts)
     conc = min(w.max_concurrency or n, exp.engine.max_num_seqs, n)
     topk = exp.speculative.index_topk or model.args.index_topk
@@ -101,15 +105,16 @@ def run_policy(exp: Experiment, policy: str,
                         "does not see device time)")
     with phase_clock(ref.clock):
         return _serve(exp, policy, engine, model, path, device, prompts, out_lens, send, conc, topk,
-                      progress, idle_advances=cpu_clock)
+                      progress, idle_advances=cpu_clock, ids=ids)
 
 
 def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, path: Path,
            device: torch.device, prompts: list[list[int]], out_lens: list[int], send: np.ndarray,
            conc: int, topk: int, progress: Progress | None,
-           idle_advances: bool) -> tuple[Result, Trace]:
+           idle_advances: bool, ids: list[int]) -> tuple[Result, Trace]:
     """The serving loop on the phase clock. `idle_advances`: the clock is CPU time, so waiting
-    for the next arrival advances it by the wait instead of sleeping."""
+    for the next arrival advances it by the wait instead of sleeping. `ids`: each request's
+    index in the whole seeded workload (its id and sampling seed)."""
     w, n, mtp = exp.workload, len(prompts), model.mtp
     idle = 0.0
     t0 = sync_time(device)
@@ -126,11 +131,12 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
     tokens: list[list[int]] = [[] for _ in range(n)]
     counters: list = [None] * n
     client = Client(send, w.max_concurrency)
+    local = {str(g): j for j, g in enumerate(ids)}
     done = 0
     while done < n:
         for i, sent in client.send_until(clock()):
-            engine.add_request(str(i), prompts[i], out_lens[i], w.temperature, w.ignore_eos,
-                               seed=exp.seed * 1_000_003 + i)
+            engine.add_request(str(ids[i]), prompts[i], out_lens[i], w.temperature, w.ignore_eos,
+                               seed=exp.seed * 1_000_003 + ids[i])
             arrival[i] = sent
         if not engine.has_unfinished():
             wait = max(0.0, client.next_send_s() - clock())
@@ -142,7 +148,7 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
         outs = engine.step()
         now = clock()
         for o in outs:
-            i = int(o.request_id)
+            i = local[o.request_id]
             if o.new_token_ids:
                 if math.isnan(first[i]):
                     first[i] = now
@@ -163,7 +169,7 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
     for i in range(n):
         c = counters[i]
         records.append(RequestRecord(
-            request_id=str(i), input_len=len(prompts[i]), output_len=n_out[i],
+            request_id=str(ids[i]), input_len=len(prompts[i]), output_len=n_out[i],
             arrival_s=arrival[i], first_token_s=first[i], finish_s=finish[i],
             itl_s=itl[i], itl_count=[1] * len(itl[i]), num_drafts=c.num_drafts,
             num_draft_tokens=c.num_draft_tokens, num_accepted_tokens=c.num_accepted_tokens,
