@@ -51,6 +51,10 @@ def _fmt(x: float, key: str = "") -> str:
     return f"{x:.2f}" if abs(x) >= 0.1 or x == 0 else f"{x:.4f}"
 
 
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
 def _ci(r: ABRow) -> str:
     if not r.has_ci:
         return "-"
@@ -194,8 +198,8 @@ def compare(
                 "rows": [{"metric": r.key, "a": r.a, "b": r.b, "delta": r.delta, "rel_pct": r.rel_pct,
                           "ci": [r.ci_low, r.ci_high] if r.has_ci else None,
                           "ci_unit": "pct" if r.ci_pct else "metric", "rounds": r.rounds,
-                          "verdict": r.verdict or None, "p_above_region": r.p_above,
-                          "p_below_region": r.p_below,
+                          "verdict": r.verdict or None, "p_above_region": _finite(r.p_above),
+                          "p_below_region": _finite(r.p_below),
                           "significant": r.significant, "within_noise": rep.within_noise(r)}
                          for r in rep.rows]}
             if not as_json:
