@@ -162,7 +162,7 @@ def build_points(experiment: str | Path, sets: Sequence[str],
 
 def _check_fits(exp: Any, point: str) -> None:
     """The simulator's memory check, run up front: a point that cannot fit names its values."""
-    from mtpsim.models.roofline import check_fits
+    from mtpsim.models.memory import check_fits
 
     try:
         check_fits(exp)

@@ -82,10 +82,16 @@ def test_bf16_deepseek_does_not_fit_one_gpu():
         check_fits(experiment_from_dict({"model": {"quantization": "bf16"}}))
 
 
-def test_a_batch_whose_kv_cache_overflows_is_refused():
-    exp = experiment_from_dict({"model": {"quantization": "nvfp4"}, "engine": {"tp": 4,
-                                "max_num_seqs": 64},
-                                "workload": {"input_len": 200_000, "output_len": 1000,
-                                             "max_concurrency": 64}})
-    with pytest.raises(SpecError, match="engine.max_num_seqs: expected a batch whose KV cache"):
-        check_fits(exp)
+def test_a_kv_cache_that_cannot_hold_one_request_is_refused():
+    # a batch that overflows the cache is simulated (vLLM queues and preempts); one request
+    # that cannot fit even alone is refused
+    batch = experiment_from_dict({"model": {"quantization": "nvfp4"}, "engine": {"tp": 4,
+                                  "max_num_seqs": 64},
+                                  "workload": {"input_len": 200_000, "output_len": 1000,
+                                               "max_concurrency": 64}})
+    check_fits(batch)
+    one = experiment_from_dict({"model": {"quantization": "nvfp4"}, "engine": {"tp": 4},
+                                "workload": {"input_len": 9_000_000, "output_len": 1000}})
+    with pytest.raises(SpecError, match="engine.gpu_memory_utilization: expected a KV cache that "
+                       "holds one request"):
+        check_fits(one)

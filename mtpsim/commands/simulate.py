@@ -229,9 +229,29 @@ def simulate(
                     group=3)
         if cal.measured_source:
             console.print(f"measured: {cal.measured_source}", highlight=False)
+    for line in kv_lines(results):
+        console.print(line, highlight=False)
     sim_s = sum(float(r.get("duration")) for r in results.values())
     console.print(f"simulated {sim_s:.1f} s of serving in {wall:.2f} s wall "
                   f"({sim_s / wall:,.0f}x real time)", highlight=False)
     if out is not None:
         console.print(f"wrote {', '.join(str(out / f'{n}.json') for n in results)}",
                       highlight=False)
+
+
+def kv_lines(results: dict) -> list[str]:
+    """One line per policy on the KV cache: its size, how full it got, preemptions, queueing."""
+    out = []
+    for name, r in results.items():
+        x = r.extra
+        if x.get("kv_cache_tokens") is None:
+            continue
+        if x.get("kv_cache_peak_pct") is None:
+            out.append(f"KV cache ({name}): {x['kv_cache_tokens']:,} tokens per engine hold every "
+                       "request in flight; no preemption possible")
+            continue
+        out.append(f"KV cache ({name}): {x['kv_cache_tokens']:,} tokens per engine, peak "
+                   f"{x['kv_cache_peak_pct']:.0f} % held; {x['num_preemptions']:,} preemptions "
+                   f"({x['preempted_requests']:,} requests recomputed); queue before admission "
+                   f"mean {x['mean_queue_ms']:,.0f} ms, median {x['median_queue_ms']:,.0f} ms")
+    return out

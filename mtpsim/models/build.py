@@ -65,11 +65,12 @@ def sim_models(exp: Experiment, policy: str,
 def models_for(exp: Experiment, policy: str,
                calibration: Calibration | None = None) -> SimModels:
     """The fitted models where a calibration is given or named, else the parametric ones
-    (after checking that the weights and the largest batch fit in GPU memory)."""
+    (after checking that the weights fit and the KV cache holds one request)."""
     fitted = sim_models(exp, policy, calibration)
     if fitted is not None:
         return fitted
-    from mtpsim.models.roofline import CostModel, check_fits
+    from mtpsim.models.memory import check_fits
+    from mtpsim.models.roofline import CostModel
 
     check_fits(exp)
     return SimModels(AcceptanceModel.from_experiment(exp, policy), CostModel(exp, policy),

@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mtpsim.errors import SpecError
 from mtpsim.models.cost import Num, StepShape
-from mtpsim.policies import BASELINE, traits
+from mtpsim.policies import traits
 from mtpsim.result import PHASES
 from mtpsim.spec import Experiment, ModelSpec
 
@@ -271,27 +270,3 @@ def _model_params(m: ModelSpec) -> dict[str, float]:
         "embed": m.vocab_size * h,
         "eh_proj": 2 * h * h,
     }
-
-
-def check_fits(exp: Experiment, source: str | None = None) -> None:
-    """The weights and the KV cache of the largest batch must fit in GPU memory: the simulator
-    does not model preemption, so a batch that would preempt is refused."""
-    cm = CostModel(exp, BASELINE)
-    budget = exp.hardware.memory_gib * 2**30 * exp.engine.gpu_memory_utilization
-    weights = cm.weight_bytes_per_gpu()
-    src = source or exp.source
-    if weights >= budget:
-        raise SpecError(src, "engine.tp", f"expected enough GPUs for the weights: "
-                        f"{weights / 2**30:.0f} GiB per GPU at tp={exp.engine.tp} exceeds "
-                        f"{budget / 2**30:.0f} GiB (hardware.memory_gib x gpu_memory_utilization)")
-    w = exp.workload
-    seqs = min(exp.engine.max_num_seqs, w.max_concurrency or w.num_prompts, w.num_prompts)
-    spread_in = 1 + (w.input_len_spread if w.input_len_distribution == "uniform" else 0)
-    spread_out = 1 + (w.output_len_spread if w.output_len_distribution == "uniform" else 0)
-    tokens = seqs * (w.input_len * spread_in + w.output_len * spread_out + exp.k + 1)
-    need = tokens * cm.kv_bytes_per_token()
-    if weights + need > budget:
-        raise SpecError(src, "engine.max_num_seqs", f"expected a batch whose KV cache fits: "
-                        f"{seqs} requests need {need / 2**30:.0f} GiB per GPU beyond "
-                        f"{weights / 2**30:.0f} GiB of weights (budget {budget / 2**30:.0f} GiB); "
-                        "vLLM would preempt, which mtpsim does not model")

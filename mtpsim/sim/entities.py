@@ -40,6 +40,9 @@ class RequestTable:
     accepted: np.ndarray = field(init=False)
     accepted_per_pos: np.ndarray = field(init=False)  # [n, k]
     expected_accepted: np.ndarray = field(init=False)  # the acceptance model's mean, given the path
+    recompute: np.ndarray = field(init=False)  # output tokens to prefill again after a preemption
+    preemptions: np.ndarray = field(init=False)
+    admitted_at: np.ndarray = field(init=False)  # position of the first admission; NaN: not yet
     _itl: list[tuple[np.ndarray, ...]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -53,10 +56,18 @@ class RequestTable:
         self.accepted = np.zeros(n)
         self.accepted_per_pos = np.zeros((n, self.k))
         self.expected_accepted = np.zeros(n)
+        self.recompute = np.zeros(n, dtype=np.int64)
+        self.preemptions = np.zeros(n, dtype=np.int64)
+        self.admitted_at = nan.copy()
         self._itl = []
 
     def __len__(self) -> int:
         return int(self.input_len.size)
+
+    def prefill_len(self, rid: int) -> int:
+        """Tokens its prefill computes: the prompt, plus the output so far after a preemption
+        (vLLM V1 recomputes a preempted request from scratch)."""
+        return int(self.input_len[rid] + self.recompute[rid])
 
     def context(self, ids: np.ndarray) -> np.ndarray:
         """Keys up to the last accepted token: prompt plus output so far."""

@@ -42,6 +42,7 @@ def run_planned(sim: Simulator) -> None:
         sim.log.python_iterations += 1
         next_finish = finishing[0][0] if finishing else None
         for plan in ahead.steps:
+            reqs.admitted_at[plan.admitted] = pos
             tok = keys = pairs = reads = 0.0
             for rid, st, m in plan.chunks:
                 tok, keys = tok + m, keys + core.sum_min(st + 1, st + m, topk)

@@ -26,7 +26,7 @@ from mtpsim.models.cost import StepShape
 from mtpsim.result import PHASES, Result
 from mtpsim.sim.clock import Clock, StepLog
 from mtpsim.sim.entities import RequestTable, draw_lengths
-from mtpsim.sim.scheduler import Lookahead, Scheduler
+from mtpsim.sim.scheduler import KvCache, Lookahead, Scheduler
 from mtpsim.spec import Experiment
 
 if TYPE_CHECKING:
@@ -83,12 +83,13 @@ class Simulator:
             self.shift = np.zeros(n)
         self.client = Client(send_offsets(n, w.request_rate, w.burstiness, exp.seed),
                              w.max_concurrency)
+        self.kv_size = None  # the KV cache's size (mtpsim.models.memory), when modelled
         e = exp.engine
         if e.scheduler == "reference":  # no token budget; prompts prefilled whole when admitted
             self.sched = Scheduler(self.reqs, e.max_num_seqs, 2**62, False, self.k)
         else:
             self.sched = Scheduler(self.reqs, e.max_num_seqs, e.max_num_batched_tokens,
-                                   e.enable_chunked_prefill, self.k)
+                                   e.enable_chunked_prefill, self.k, self._kv_cache(calibration))
         self.log = StepLog({p: 0.0 for p in PHASES})
         # rate inf: every send waits only for a slot, so no decision needs seconds until the
         # end and the client counts in positions (steps run); else it counts seconds
@@ -117,9 +118,33 @@ class Simulator:
         return self._result()
 
     def plannable(self) -> bool:
-        """No decision needs seconds (rate inf) and the token budget always covers a decode
-        step of every running request: outputs can be drawn before the schedule."""
-        return self.deferred and self.sched.max_num_seqs * (self.k + 1) <= self.sched.budget
+        """No decision needs seconds (rate inf), the token budget always covers a decode step of
+        every running request and the KV cache never runs out: outputs can be drawn before the
+        schedule."""
+        return (self.deferred and self.sched.max_num_seqs * (self.k + 1) <= self.sched.budget
+                and self.sched.kv is None)
+
+    def _kv_cache(self, calibration: Calibration | None) -> KvCache | None:
+        """vLLM's KV cache for this workload; None when it holds every request that can be in
+        flight at once at its full length (then it never constrains the schedule). A calibration
+        fitted on the CPU reference engine has no GPU memory to model."""
+        from mtpsim.models.memory import check_holds_one, kv_cache_size, request_tokens
+
+        exp = self.exp
+        if calibration is not None or exp.calibration.file:
+            return None
+        size = kv_cache_size(exp)
+        self.kv_size = size
+        reqs = self.reqs
+        need = np.ceil(request_tokens(exp, reqs.input_len, reqs.output_len) / size.block_size)
+        longest = int(need.argmax())
+        check_holds_one(exp, size, float(request_tokens(exp, reqs.input_len[longest],
+                                                         reqs.output_len[longest])))
+        w = exp.workload
+        in_flight = min(exp.engine.max_num_seqs, w.max_concurrency or len(reqs), len(reqs))
+        if np.sort(need)[-in_flight:].sum() <= size.blocks:
+            return None
+        return KvCache(size.blocks, size.block_size, exp.k)
 
     def _now(self) -> float:
         """The client's clock: positions when deferred, else seconds."""
@@ -137,12 +162,15 @@ class Simulator:
         n_tr = len(trans)
         out_len = reqs.output_len[ids]
         gen0 = reqs.generated[ids]
-        started = gen0 > 0  # decoding at the start; the others complete a prompt in the run
-        ctx0 = reqs.input_len[ids] + np.where(started, gen0, 1.0)
+        # decoding at the start; the others complete a prompt (or its recomputation) in the run
+        pending = set(self.sched.prefilling).union(*(p.admitted for p in trans))
+        started = (np.fromiter((r not in pending for r in ahead.ids), bool, ids.size)
+                   if pending else np.ones(ids.size, bool))
+        ctx0 = reqs.input_len[ids] + gen0 + ~started
         marg = self.acc.marginal(ctx0, self.shift[ids])  # [b, k]
         if steady is not None and steady.decodes:
             rows = np.fromiter((row[r] for r in steady.decodes), np.int64, len(steady.decodes))
-            left = out_len[rows] - np.where(started[rows], gen0[rows], 1.0)
+            left = out_len[rows] - gen0[rows] - ~started[rows]
             # steps drawn: a margin past the expected first finish (a run that ends without an
             # event is simply continued by the next one)
             first = float((left / (1.0 + marg[rows].sum(axis=1))).min())
@@ -154,12 +182,17 @@ class Simulator:
         dec = np.zeros((ids.size, steps), bool)  # request decodes at step
         comp = np.full(ids.size, steps, np.int64)  # step at which its prompt completes
         chunks = np.zeros((4, steps))  # tokens, keys, pairs, reads
+        kv = self.sched.kv
+        pre_tok = np.zeros((ids.size, steps)) if kv is not None else None  # KV slots of chunks
+        plen = reqs.input_len[ids] + reqs.recompute[ids]  # tokens each prefill computes
         topk = self.topk
         for j, plan in enumerate(trans):
             dec[[row[r] for r in plan.decodes], j] = True
             for rid, s, n in plan.chunks:
                 chunks[:, j] += (n, sum_min(s + 1, s + n, topk), (2 * s + n + 1) * n / 2, s + n)
-                if s + n == reqs.input_len[rid]:
+                if pre_tok is not None:
+                    pre_tok[row[rid], j] = s + n + k
+                if s + n == plen[row[rid]]:
                     comp[row[rid]] = j
         if tail:
             dec[rows, n_tr:] = True
@@ -172,10 +205,12 @@ class Simulator:
             accepted = draw_accepted(self.rng, marg, steps) * dec  # [b, steps]
             tokens = dec * (1.0 + accepted)
         done_prompt = cols[None, :] >= comp[:, None]
-        gen_after = np.cumsum(tokens, axis=1) + np.where(started[:, None], gen0[:, None],
-                                                         done_prompt.astype(float))
+        gen_after = (np.cumsum(tokens, axis=1) + gen0[:, None]
+                     + np.where(started[:, None], 0.0, done_prompt))
         fin = (gen_after >= out_len[:, None] - 1e-9).any(axis=0)
         n = int(fin.argmax()) + 1 if fin.any() else steps
+        if kv is not None:  # up to the first step the drawn tokens would not let allocate
+            n, kv_blocks = self._kv_steps(ids, dec, gen_after, tokens, pre_tok, trans, row, n)
         if self.deferred:  # no send can come before the first finish: price only up to it
             steps = n
             dec, tokens, gen_after, chunks = (dec[:, :n], tokens[:, :n], gen_after[:, :n],
@@ -184,7 +219,7 @@ class Simulator:
         # the steps' shapes
         ctx = reqs.input_len[ids][:, None] + gen_after - tokens  # context before the step
         completes = (cols[None, :] == comp[:, None])
-        in_len = reqs.input_len[ids].astype(float)
+        in_len = plen.astype(float)  # context at a completed (re)prefill
         dec_ctx = (dec * ctx).sum(axis=0)
         dec_keys = (dec * np.minimum(ctx, topk)).sum(axis=0)
         num_dec = dec.sum(axis=0)
@@ -222,11 +257,52 @@ class Simulator:
             reqs.accepted_per_pos[ids] += (a[:, :, None] > np.arange(k)).sum(axis=1)
         reqs.generated[ids] = gen_after[:, n - 1]
         ends = np.arange(self.clock.pos - n + 1, self.clock.pos + 1, dtype=float)  # positions
-        first = comp < n
+        first = (comp < n) & np.isnan(reqs.first_token_at[ids])
         reqs.first_token_at[ids[first]] = ends[comp[first]]
-        self._book_itl(ids, dec, completes[:, :n], ends, n_tr)
+        for j, plan in enumerate(trans[:n]):
+            for rid in plan.admitted:
+                if np.isnan(reqs.admitted_at[rid]):
+                    reqs.admitted_at[rid] = ends[j] - 1
+        # a recomputed prefill's token is a streamed chunk of its own (an ITL after the stall)
+        resumed = reqs.recompute[ids] > 0
+        self._book_itl(ids, dec | (completes[:, :n] & resumed[:, None]), completes[:, :n], ends,
+                       n_tr)
+        if kv is not None:
+            last = kv_blocks[:, n - 1]
+            kv.held.update((rid, int(b)) for rid, b in zip(ahead.ids, last.tolist(), strict=True)
+                           if b > 0)
+            kv.peak = max(kv.peak, int(kv_blocks[:, :n].sum(axis=0).max()))
         self.sched.commit(trans[:n])
         self._finish(ids)
+
+    def _kv_steps(self, ids: np.ndarray, dec: np.ndarray, gen_after: np.ndarray,
+                  tokens: np.ndarray, pre_tok: np.ndarray, trans: list, row: dict[int, int],
+                  n: int) -> tuple[int, np.ndarray]:
+        """Steps (of the first `n`) that run before the drawn tokens outgrow the KV cache (the
+        next step must preempt) or a tentative admission would not find its whole sequence's
+        blocks free; and the blocks each request holds at each step ([b, steps]). The first
+        step is the scheduler's exact `make_room`, so at least it runs."""
+        kv, k = self.sched.kv, self.k
+        ctx = self.reqs.input_len[ids][:, None] + gen_after - tokens  # context before the step
+        need = np.ceil(np.where(dec, ctx + 2 * k, pre_tok) / kv.block_size)
+        held0 = np.fromiter((kv.held.get(r, 0) for r in ids.tolist()), float, ids.size)
+        blocks = np.maximum.accumulate(np.concatenate([held0[:, None], need], axis=1),
+                                       axis=1)[:, 1:]  # allocations only grow
+        total = blocks.sum(axis=0)
+        over = total > kv.blocks
+        assert not over[0], "KV cache over capacity at a step make_room allocated"
+        if over[:n].any():
+            n = int(over.argmax())
+        for j, plan in enumerate(trans[1:n], 1):
+            if not plan.admitted:
+                continue
+            adm = [row[r] for r in plan.admitted]
+            free = kv.blocks - (total[j] - blocks[adm, j].sum())
+            for rid, i in zip(plan.admitted, adm, strict=True):
+                if max(kv.need(self.reqs.prefill_len(rid)), blocks[i, j]) > free:
+                    return j, blocks
+                free -= blocks[i, j]
+        return n, blocks
 
     def _book_itl(self, ids: np.ndarray, dec: np.ndarray, completes: np.ndarray,
                   ends: np.ndarray, n_tr: int) -> None:
@@ -295,6 +371,15 @@ class Simulator:
                 accepted_per_pos=pp)
                 for i, (i_len, o_len, s_at, f_at, e_at, runs, d, a, pp) in enumerate(cols)]
         log = self.log
+        queue_s = at(reqs.admitted_at) - send
+        kv, size = self.sched.kv, self.kv_size
+        memory = {"num_preemptions": self.sched.num_preemptions,
+                  "preempted_requests": int((reqs.preemptions > 0).sum()),
+                  "mean_queue_ms": 1e3 * float(queue_s.mean()),
+                  "median_queue_ms": 1e3 * float(np.median(queue_s)),
+                  # KV cache per engine (tokens); peak share held; null: it never constrained
+                  "kv_cache_tokens": None if size is None else size.tokens,
+                  "kv_cache_peak_pct": None if kv is None else 100.0 * kv.peak / kv.blocks}
         return Result(
             mode="simulate", policy=self.policy, metrics=metrics, requests=records,
             seed=self.exp.seed, experiment=self.exp.source,
@@ -304,7 +389,7 @@ class Simulator:
                    "python_iterations": log.python_iterations,
                    "step_saving_vs_fresh_s": log.saved_vs_fresh_s / max(log.steps, 1),
                    "phases_total_s": dict(log.totals),
-                   "acceptance_mode": self.exp.acceptance.mode, **extra_expected})
+                   "acceptance_mode": self.exp.acceptance.mode, **memory, **extra_expected})
 
 
 def simulate(exp: Experiment, policy: str, progress: Progress | None = None,

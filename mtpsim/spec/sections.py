@@ -106,6 +106,11 @@ class EngineSpec:
                             "or reference (mtpsim's engine: no token budget; each admitted prompt "
                             "is prefilled whole in the step after the running requests verify)",
                             one_of("vllm", "reference"))
+    block_size: int = option(64, "KV-cache block size in tokens (vLLM's sparse MLA uses 64)",
+                             in_range(1, 4096))
+    non_kv_memory_gib: float = option(5.0, "GPU memory beside weights and KV cache: activations "
+                                      "at vLLM's profile run, CUDA graphs, communication "
+                                      "buffers (assumed; vLLM measures it)", _nonneg)
     pp: int = option(1, "pipeline-parallel size (real vLLM runs; tp x pp GPUs, across nodes with "
                      "vllm.distributed_executor_backend = 'ray')", _pos)
 

@@ -254,7 +254,7 @@ def advise(dep: Deployment, jobs: int = 1,
            progress: Callable[[int, int], None] | None = None) -> Advice:
     import time
 
-    from mtpsim.models.roofline import check_fits
+    from mtpsim.models.memory import check_fits
 
     t0 = time.perf_counter()
     cells, skipped, exps = [], [], {}

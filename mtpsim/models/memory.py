@@ -1,0 +1,94 @@
+"""GPU memory of one engine: the weights per GPU and the paged KV cache vLLM allocates from the
+rest, in blocks of `engine.block_size` tokens.
+
+vLLM 0.33.0 sizes the cache once at start-up: `v1/worker/gpu_worker.py`
+`Worker.determine_available_memory` (~line 641) takes `gpu_memory_utilization` x HBM minus what
+a profile run peaked at (weights, activations, CUDA graphs), and `v1/core/kv_cache_planning.py`
+`get_kv_cache_config_from_groups` (~line 681) divides it into `available // bytes_per_block`
+blocks. A token's bytes are the MLA latent of every attention layer (656 B in vLLM's fp8 layout)
+plus the indexer key of every indexer layer (132 B), MTP layers included when they run
+(mtpsim.models.roofline `CostModel.kv_bytes_per_token`). MLA's latent is not split by TP: every
+rank of an engine holds it whole, so the token capacity is one GPU's. Everything but weights and
+KV (activations, graphs, communication buffers) is `engine.non_kv_memory_gib`, an assumption
+(vLLM measures it; mtpsim cannot).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mtpsim.errors import SpecError
+from mtpsim.models.roofline import CostModel
+from mtpsim.policies import BASELINE
+from mtpsim.spec import Experiment
+
+
+@dataclass(frozen=True, slots=True)
+class KvCacheSize:
+    """One engine's KV cache: `blocks` of `block_size` tokens, and what sized it (bytes per GPU)."""
+
+    blocks: int
+    block_size: int
+    bytes_per_token: float
+    weights: float
+    budget: float  # gpu_memory_utilization x HBM
+
+    @property
+    def tokens(self) -> int:
+        return self.blocks * self.block_size
+
+    def blocks_for(self, tokens: float) -> int:
+        return math.ceil(tokens / self.block_size)
+
+
+def kv_cache_size(exp: Experiment) -> KvCacheSize:
+    """The KV cache one engine (one DP rank) gets; may be 0 blocks (check_fits refuses that)."""
+    cm = CostModel(exp, BASELINE)
+    e = exp.engine
+    budget = exp.hardware.memory_gib * 2**30 * e.gpu_memory_utilization
+    weights = cm.weight_bytes_per_gpu()
+    per_token = cm.kv_bytes_per_token()
+    free = budget - weights - e.non_kv_memory_gib * 2**30
+    blocks = max(0, int(free // (per_token * e.block_size)))
+    return KvCacheSize(blocks, e.block_size, per_token, weights, budget)
+
+
+def request_tokens(exp: Experiment, input_len: float, output_len: float) -> float:
+    """KV slots a request holds at its last step: its prompt and output so far (input + output
+    - 1 computed), the k + 1 tokens it verifies and k lookahead slots for the drafts
+    (vLLM `Scheduler.schedule` passes `num_lookahead_tokens` = k to `allocate_slots`)."""
+    return input_len + output_len - 1 + (exp.k + 1) + exp.k
+
+
+def check_fits(exp: Experiment, source: str | None = None) -> KvCacheSize:
+    """The weights must fit beside the KV cache, and the cache must hold one request of the
+    workload's longest (fixed or uniform lengths; the simulator checks each drawn request):
+    anything less, vLLM would refuse to start or never finish the request."""
+    kv = kv_cache_size(exp)
+    src = source or exp.source
+    e = exp.engine
+    if kv.weights + e.non_kv_memory_gib * 2**30 >= kv.budget:
+        raise SpecError(src, "engine.tp", f"expected enough GPUs for the weights: "
+                        f"{kv.weights / 2**30:.0f} GiB per GPU at tp={e.tp} plus "
+                        f"{e.non_kv_memory_gib:g} GiB of engine.non_kv_memory_gib exceeds "
+                        f"{kv.budget / 2**30:.0f} GiB (hardware.memory_gib x gpu_memory_utilization)")
+    w = exp.workload
+    longest = request_tokens(exp, _longest(w.input_len, w.input_len_distribution, w.input_len_spread),
+                             _longest(w.output_len, w.output_len_distribution, w.output_len_spread))
+    check_holds_one(exp, kv, longest, src)
+    return kv
+
+
+def check_holds_one(exp: Experiment, kv: KvCacheSize, tokens: float, source: str | None = None) -> None:
+    """One line, exit 2, if a single request of `tokens` KV slots cannot fit the cache."""
+    if kv.blocks_for(tokens) > kv.blocks:
+        raise SpecError(source or exp.source, "engine.gpu_memory_utilization",
+                        f"expected a KV cache that holds one request: a request of {tokens:,.0f} "
+                        f"tokens needs {kv.blocks_for(tokens):,} blocks of {kv.block_size}, the "
+                        f"cache has {kv.blocks:,} ({kv.tokens:,} tokens left per GPU beside "
+                        f"{kv.weights / 2**30:.0f} GiB of weights at tp={exp.engine.tp})")
+
+
+def _longest(mean: int, dist: str, spread: float) -> float:
+    return mean * (1 + spread) if dist == "uniform" else mean
