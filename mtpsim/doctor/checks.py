@@ -57,18 +57,22 @@ def python(c: Context) -> Check:
     return Check("python", OK, f"Python {v}")
 
 
+# The project's install routes: the GPU recipe for vLLM (its CUDA torch), the test-deps script
+# for the CPU reference engine and the tests.
+GPU_ROUTE = ("on a GPU node, docs/real-mode.md \"GPU recipe\": a fresh venv, pip install "
+             f"vllm=={SUPPORTED_VLLM}, then pip install -e .")
+CPU_ROUTE = "bash scripts/install-test-deps.sh (the CPU reference engine and the tests)"
+
+
 def torch(c: Context) -> Check:
     t = c.probe.torch()
     if t.version is None:
         return Check("torch", FAIL, f"torch does not import ({t.error})",
-                     "pip install vllm==0.33.0 (it brings its CUDA torch)" if c.vllm
-                     else "bash scripts/install-test-deps.sh")
+                     GPU_ROUTE if c.vllm else CPU_ROUTE)
     if not c.cuda_wanted:
         return Check("torch", OK, f"torch {t.version} (CPU is enough for the reference engine)")
     if t.cuda_build is None:
-        return Check("torch", FAIL, f"torch {t.version} is a CPU-only build",
-                     "a fresh venv with `pip install vllm==0.33.0` (its CUDA torch), then "
-                     "`pip install -e .` (docs/real-mode.md)")
+        return Check("torch", FAIL, f"torch {t.version} is a CPU-only build", GPU_ROUTE)
     if not t.cuda_available:
         return Check("torch", FAIL, f"torch {t.version} (CUDA {t.cuda_build}) sees no CUDA device",
                      "check nvidia-smi, the driver and CUDA_VISIBLE_DEVICES")
@@ -110,11 +114,10 @@ def vllm(c: Context) -> Check:
     if v is None:
         if not c.vllm:
             return Check("vllm", SKIP, "vLLM not installed (not needed for --engine reference)")
-        return Check("vllm", FAIL, "vLLM is not installed",
-                     f"pip install vllm=={SUPPORTED_VLLM}")
+        return Check("vllm", FAIL, "vLLM is not installed", GPU_ROUTE)
     if v != SUPPORTED_VLLM:
         return Check("vllm", FAIL if c.vllm else WARN, f"vLLM {v}; the plugin supports "
-                     f"{SUPPORTED_VLLM}", f"pip install vllm=={SUPPORTED_VLLM}")
+                     f"{SUPPORTED_VLLM}", GPU_ROUTE)
     if problem := c.probe.speculator_problem():
         return Check("vllm", FAIL, problem, f"reinstall vllm=={SUPPORTED_VLLM}")
     return Check("vllm", OK, f"vLLM {v}; its MTP speculator has the shape the plugin patches")
@@ -123,7 +126,7 @@ def vllm(c: Context) -> Check:
 def triton(c: Context) -> Check:
     if not c.vllm:
         return Check("triton", SKIP, "needed by vLLM's Model Runner V2 only")
-    fix = "pip install vllm==0.33.0 on a GPU node (it brings triton)"
+    fix = GPU_ROUTE + " (vLLM brings triton)"
     if (v := c.probe.package_version("triton")) is None:
         return Check("triton", FAIL, "triton is not installed; vLLM's Model Runner V2 refuses "
                      "to start without it", fix)
@@ -162,7 +165,7 @@ def model_runner(c: Context) -> Check:
                      f"remove {name} from [vllm] env")
     if c.probe.package_version("vllm") is not None and name not in c.probe.vllm_env_names():
         return Check("model-runner", FAIL, f"the installed vLLM does not read {name}",
-                     f"pip install vllm=={SUPPORTED_VLLM}")
+                     GPU_ROUTE)
     shell = c.probe.env(name)
     note = f" (the shell's {name}={shell!r} is overridden)" if shell not in (None, "1") else ""
     return Check("model-runner", OK, f"the runner starts vLLM with {name}=1{note}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
 import json
 import os
 import socket
@@ -80,27 +81,32 @@ class Probe:
             return []
 
     def speculator_problem(self) -> str | None:
-        """None if the installed vLLM's MTP speculator has the shape the plugin patches."""
-        from mtpsim.vllm_plugin.contract import (
-            IncompatibleVllmError,
-            check_speculator_shape,
-            load_speculator_classes,
-        )
+        """None if the installed vLLM's MTP speculator has the shape the plugin patches, read
+        from vLLM's source (importing vLLM imports torch's compiler: tens of seconds)."""
+        from mtpsim.vllm_plugin.contract import IncompatibleVllmError, check_speculator_source
 
         try:
-            check_speculator_shape(*load_speculator_classes())
+            check_speculator_source(_vllm_source)
         except IncompatibleVllmError as e:
             return str(e)
         return None
 
     def vllm_has_triton(self) -> bool | None:
-        """vLLM's own verdict (`vllm.triton_utils.HAS_TRITON`: installed and an active driver);
-        None if vLLM does not import."""
-        try:
-            from vllm.triton_utils import HAS_TRITON
-        except Exception:  # noqa: BLE001
+        """vLLM's verdict (vllm/triton_utils/importing.py: Triton installed and exactly one
+        active non-CPU driver), taken the way vLLM takes it but without importing vLLM; None if
+        vLLM is not installed."""
+        if _vllm_source("envs.py") is None:
             return None
-        return bool(HAS_TRITON)
+        if importlib.util.find_spec("triton") is None:
+            return False
+        try:
+            from triton.backends import backends
+
+            active = [x.driver for name, x in backends.items()
+                      if name != "cpu" and x.driver and x.driver.is_active()]
+        except Exception:  # noqa: BLE001 - a broken Triton is no Triton
+            return False
+        return len(active) == 1
 
     def plugin_entry_points(self) -> dict[str, str]:
         """name -> value of the `vllm.general_plugins` entry points vLLM would see."""
@@ -108,10 +114,19 @@ class Probe:
                 for ep in importlib.metadata.entry_points(group="vllm.general_plugins")}
 
     def vllm_env_names(self) -> set[str]:
-        """The environment variables the installed vLLM reads (vllm.envs)."""
-        import vllm.envs
+        """The environment variables the installed vLLM reads: the keys of vllm/envs.py's
+        `environment_variables` table, read from its source."""
+        import ast
 
-        return set(getattr(vllm.envs, "environment_variables", {}))
+        text = _vllm_source("envs.py")
+        for node in ast.parse(text or "").body:
+            target = node.target if isinstance(node, ast.AnnAssign) else (
+                node.targets[0] if isinstance(node, ast.Assign) else None)
+            if (isinstance(target, ast.Name) and target.id == "environment_variables"
+                    and isinstance(node.value, ast.Dict)):
+                return {k.value for k in node.value.keys
+                        if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        return set()
 
     def env(self, name: str) -> str | None:
         return os.environ.get(name)
@@ -158,3 +173,16 @@ class Probe:
         from mtpsim.vllm_runner.owned_flags import settings_changed
 
         return settings_changed(extra_args, [dest]).get(dest)
+
+
+def _vllm_source(relative: str) -> str | None:
+    """The text of vllm/<relative> as installed (found without importing vLLM), None if absent."""
+    try:
+        spec = importlib.util.find_spec("vllm")
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / relative
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    return None

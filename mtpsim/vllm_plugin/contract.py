@@ -92,3 +92,69 @@ def check_speculator_shape(mtp_cls: type, base_cls: type, version: str | None = 
             problems.append(f"{mtp_cls.__name__}.load_draft_model is missing")
     if problems:
         raise IncompatibleVllmError(_message(version, "; ".join(dict.fromkeys(problems))))
+
+
+def _module_file(module: str) -> str:
+    """`vllm.a.b` -> `a/b.py`, relative to the vllm package folder."""
+    return module.removeprefix("vllm.").replace(".", "/") + ".py"
+
+
+def check_speculator_source(read: Any, version: str | None = None) -> None:
+    """check_speculator_shape's checks on vLLM's source text (`read(relative path) -> text or
+    None`), without importing vLLM (which imports torch's compiler): for `mtpsim doctor`."""
+    import ast
+
+    version = version or installed_vllm_version()
+
+    def classes(module: str) -> dict[str, ast.ClassDef]:
+        text = read(_module_file(module))
+        if text is None:
+            raise IncompatibleVllmError(_message(version, f"{module} is missing"))
+        return {n.name: n for n in ast.parse(text).body if isinstance(n, ast.ClassDef)}
+
+    mtp = classes(MTP_MODULE).get("MTPSpeculator")
+    base = classes(BASE_MODULE).get("TargetDependentARSpeculator")
+    problems: list[str] = []
+    if mtp is None or base is None:
+        problems.append("MTPSpeculator or TargetDependentARSpeculator is missing")
+    elif not any(isinstance(b, ast.Name) and b.id == base.name for b in mtp.bases):
+        problems.append(f"{mtp.name} does not subclass {base.name}")
+    else:
+        for name in HOOKS:
+            for cls in (base, mtp):
+                problems += _source_hook_problems(cls, name)
+        flag = [n for n in mtp.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+                and n.target.id == SHARE_FLAG and isinstance(n.value, ast.Constant)
+                and isinstance(n.value.value, bool)]
+        if not flag:
+            problems.append(f"{mtp.name}.{SHARE_FLAG} (a bool) is missing")
+        if not _method(mtp, "load_draft_model"):
+            problems.append(f"{mtp.name}.load_draft_model is missing")
+    if problems:
+        raise IncompatibleVllmError(_message(version, "; ".join(dict.fromkeys(problems))))
+
+
+def _method(cls: Any, name: str) -> Any:
+    import ast
+
+    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def _source_hook_problems(cls: Any, name: str) -> list[str]:
+    import ast
+
+    fn = _method(cls, name)
+    if fn is None:
+        return [f"{cls.name}.{name} is missing" if cls.name != "MTPSpeculator"
+                else f"{cls.name} does not override {name}"]
+    a = fn.args
+    shape = f"{cls.name}.{name}({', '.join(x.arg for x in a.args)})"
+    if [x.arg for x in a.args] != ["self", "num_reqs"] or a.vararg or a.kwarg or a.kwonlyargs:
+        return [f"{shape} should be (self, num_reqs: int) -> None"]
+    ann = a.args[1].annotation
+    if ann is not None and not (isinstance(ann, ast.Name) and ann.id == "int"):
+        return [f"{shape}: num_reqs should be an int"]
+    ret = fn.returns
+    if ret is not None and not (isinstance(ret, ast.Constant) and ret.value is None):
+        return [f"{shape} should return None"]
+    return []
