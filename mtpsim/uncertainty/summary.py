@@ -86,7 +86,8 @@ def adjust(raw: dict[str, dict[str, float]], draw: Draw, spread: Spread,
         for k, v in m.items():
             b = base[k]
             if k in TIMING:
-                v = b * (v / b) ** (1.0 if policy == first else e_t)
+                if b > 0:  # (a figure can be 0: TPOT of one-token outputs)
+                    v = b * (v / b) ** (1.0 if policy == first else e_t)
                 v = v / f if k in THROUGHPUTS else v * f
                 adj[k] = v * tokens if k in THROUGHPUTS else (v / tokens if k in PER_TOKEN else v)
             elif k in accepted:

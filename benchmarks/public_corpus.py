@@ -1,0 +1,248 @@
+"""Score mtpsim's `--uncertainty` intervals on the public DeepSeek-V3.2 corpus.
+
+    python benchmarks/public_corpus.py --write-experiments      # experiments/public/<id>.toml
+    python benchmarks/public_corpus.py --uncertainty 32 --out runs/public-corpus
+
+Each expressible row of docs/data/public/rows.toml becomes an experiment with no calibration
+block (what a new user, or `advise`, runs for a new deployment); every row is simulated with
+`--uncertainty N` through the library call (`mtpsim.uncertainty.run.propagate`), and each
+measured figure is scored against its 90 % interval. Printed per metric group (TTFT, TPOT,
+throughput; ITL and E2EL apart), train and test apart, vLLM and other engines apart: coverage,
+median |error| of the predicted median, median relative half-width, median relative interval
+score (Gneiting & Raftery 2007: width + 2/alpha x the miss, over the measured value).
+The split (docs/data/public/split.toml) was committed before any prediction was looked at.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "docs" / "data" / "public"
+EXPERIMENTS = ROOT / "experiments" / "public"
+GROUPS = {"ttft": "TTFT", "tpot": "TPOT", "throughput": "throughput", "itl": "ITL", "e2el": "E2EL"}
+# vLLM's defaults for the online server (vllm/engine/arg_utils.py, 0.33.0): >= 160 GB GPUs get a
+# 16,384-token step budget, >= 70 GB ones 8,192; both 1,024 running requests
+BIG_GPU_GIB = 160
+SHAREGPT_SIGMA = 1.0  # assumed lognormal spread of ShareGPT lengths (not fitted to any row)
+
+
+def load() -> tuple[list[dict], dict[str, str]]:
+    rows = tomllib.loads((DATA / "rows.toml").read_text())["row"]
+    split = tomllib.loads((DATA / "split.toml").read_text())["split"]
+    return rows, split
+
+
+def _engine_defaults(row: dict) -> tuple[int, int]:
+    from mtpsim.spec import experiment_from_dict
+
+    hw = experiment_from_dict({"hardware": {"preset": row["gpu"]}}).hardware
+    return 1024, (16384 if hw.memory_gib >= BIG_GPU_GIB else 8192)
+
+
+def experiment_text(row: dict) -> str:
+    """The experiment a user would write for this row (vLLM defaults where the row is silent)."""
+    seqs, mbt = _engine_defaults(row)
+    cudagraph = "full_and_piecewise"
+    policy = "share" if "policy:share" in row["marks"] else "fresh"
+    flags = row["flags"]
+    if "--max-num-batched-tokens" in flags:
+        mbt = int(flags.split("--max-num-batched-tokens")[1].split()[0])
+    if "pr47352" in row["id"]:  # the PR's server flags (experiments/pr47352.toml)
+        seqs, mbt, cudagraph = 64, 8192, "full_decode_only"
+    name = "nvidia/DeepSeek-V3.2-NVFP4" if row["quantization"] == "nvfp4" else "deepseek-ai/DeepSeek-V3.2"
+    sharegpt = row["dataset"] == "sharegpt"
+    lines = [
+        f"# Public row {row['id']} (docs/data/public/rows.toml), {row['engine']} {row['engine_version']}",
+        f"# {row['section']}",
+        "# Written by `python benchmarks/public_corpus.py --write-experiments`: no calibration",
+        "# block, vLLM's defaults where the source is silent.",
+        f'description = "{row["id"]}: {row["num_gpus"]} x {row["gpu"].upper()} TP{row["tp"]}, '
+        f'{row["dataset"]}, k={row["k"]}"',
+        "seed = 0",
+        f'policies = ["{policy}"]',
+        "", "[model]", 'preset = "deepseek-v3.2"', f'name = "{name}"',
+        f'quantization = "{row["quantization"]}"',
+        "", "[hardware]", f'preset = "{row["gpu"]}"',
+        "", "[engine]", f"tp = {row['tp']}", f"max_num_seqs = {seqs}",
+        f"max_num_batched_tokens = {mbt}", f'cudagraph_mode = "{cudagraph}"',
+        "", "[speculative]", f"num_speculative_tokens = {row['k']}",
+        "", "[workload]", f"num_prompts = {row['num_prompts']}",
+        f"input_len = {round(row['input_len'])}", f"output_len = {round(row['output_len'])}",
+    ]
+    if sharegpt:
+        lines += ['input_len_distribution = "lognormal"', f"input_len_spread = {SHAREGPT_SIGMA}",
+                  'output_len_distribution = "lognormal"', f"output_len_spread = {SHAREGPT_SIGMA}",
+                  "ignore_eos = false"]
+    else:
+        lines += ["ignore_eos = true  # the source's token totals are exactly prompts x output_len"]
+    if row["max_concurrency"]:
+        lines.append(f"max_concurrency = {row['max_concurrency']}")
+    rate = row["request_rate"]
+    lines.append("request_rate = inf" if math.isinf(rate) else f"request_rate = {rate}")
+    lines.append("temperature = 1.0" if "pr47352" in row["id"] else "temperature = 0.0")
+    return "\n".join(lines) + "\n"
+
+
+def write_experiments(rows: list[dict]) -> list[Path]:
+    EXPERIMENTS.mkdir(parents=True, exist_ok=True)
+    out = []
+    for row in rows:
+        if row["expressible"]:
+            p = EXPERIMENTS / f"{row['id']}.toml"
+            p.write_text(experiment_text(row))
+            out.append(p)
+    return out
+
+
+def measured_figures(row: dict) -> dict[str, float]:
+    """The row's figures under `vllm bench serve` keys; per-GPU figures times the GPU count."""
+    out = {}
+    for key, value in row["measured"].items():
+        if key.endswith("_per_gpu"):
+            out[key.removesuffix("_per_gpu")] = value * row["num_gpus"]
+        elif key.endswith("_ms") or key.endswith("throughput"):
+            out[key] = value
+    return out
+
+
+def group_of(key: str) -> str:
+    if key.endswith("throughput"):
+        return "throughput"
+    return key.split("_")[1]
+
+
+def score(measured: float, lo: float, med: float, hi: float, alpha: float = 0.1) -> dict:
+    miss = max(lo - measured, 0.0) + max(measured - hi, 0.0)
+    return {"measured": measured, "median": med, "lo": lo, "hi": hi,
+            "inside": lo <= measured <= hi,
+            "error_pct": 100 * (med / measured - 1),
+            "half_width_pct": 100 * (hi - lo) / 2 / med,
+            "interval_score_rel": ((hi - lo) + 2 / alpha * miss) / measured}
+
+
+def run_row(row: dict, n: int, jobs: int) -> dict:
+    from mtpsim.uncertainty.run import PRIOR, propagate
+
+    path = (EXPERIMENTS / f"{row['id']}.toml").relative_to(ROOT)  # errors name it so
+    t0 = time.perf_counter()
+    run = propagate(str(path), [], n, jobs=jobs, condition=False)
+    s = run.summary(PRIOR)["metrics"][run.policies[0]]
+    figs = {}
+    for key, value in measured_figures(row).items():
+        if key in s:
+            iv = s[key]
+            figs[key] = score(value, iv.lo, iv.median, iv.hi)
+    return {"id": row["id"], "policy": run.policies[0], "wall_s": time.perf_counter() - t0,
+            "figures": figs}
+
+
+def aggregate(results: list[dict], rows: dict[str, dict], split: dict[str, str]) -> list[dict]:
+    cells: dict[tuple, list[dict]] = {}
+    for r in results:
+        row = rows[r["id"]]
+        engine = "vllm" if row["engine"] == "vllm" else "other"
+        for key, f in r["figures"].items():
+            cells.setdefault((split[r["id"]], engine, group_of(key)), []).append(f)
+    out = []
+    for (side, engine, group), fs in sorted(cells.items()):
+        out.append({"split": side, "engine": engine, "metric": GROUPS[group], "n": len(fs),
+                    "coverage": sum(f["inside"] for f in fs) / len(fs),
+                    "median_abs_error_pct": statistics.median(abs(f["error_pct"]) for f in fs),
+                    "median_signed_error_pct": statistics.median(f["error_pct"] for f in fs),
+                    "median_half_width_pct": statistics.median(f["half_width_pct"] for f in fs),
+                    "median_interval_score_rel": statistics.median(f["interval_score_rel"] for f in fs)})
+    return out
+
+
+def k_pairs(results: list[dict], rows: dict[str, dict]) -> list[dict]:
+    """Rows marked k-pair:<id>: measured vs predicted ratio (with MTP / without) per figure."""
+    by_id = {r["id"]: r for r in results}
+    out = []
+    for r in results:
+        for mark in rows[r["id"]]["marks"]:
+            if mark.startswith("k-pair:") and (base := by_id.get(mark.split(":", 1)[1])):
+                for key in ("output_throughput", "median_tpot_ms", "mean_tpot_ms", "median_ttft_ms"):
+                    a, b = r["figures"].get(key), base["figures"].get(key)
+                    if a and b:
+                        out.append({"with_mtp": r["id"], "without": base["id"], "metric": key,
+                                    "measured_ratio": a["measured"] / b["measured"],
+                                    "predicted_ratio": a["median"] / b["median"]})
+    return out
+
+
+def print_report(summary: list[dict], pairs: list[dict], n: int) -> None:
+    print(f"Public corpus: 90 % intervals of `--uncertainty {n}` (priors only, no calibration)")
+    head = (f"{'split':6} {'engine':6} {'metric':10} {'n':>3} {'coverage':>9} {'|err| med':>10} "
+            f"{'err med':>8} {'half-w med':>10} {'IS/meas':>8}")
+    print(head)
+    for c in summary:
+        print(f"{c['split']:6} {c['engine']:6} {c['metric']:10} {c['n']:3d} {100 * c['coverage']:8.0f}% "
+              f"{c['median_abs_error_pct']:9.1f}% {c['median_signed_error_pct']:+7.1f}% "
+              f"{c['median_half_width_pct']:9.1f}% {c['median_interval_score_rel']:8.2f}")
+    if pairs:
+        print("\nWith MTP / without, same deployment (measured vs predicted median ratio):")
+        for p in pairs:
+            print(f"  {p['with_mtp']} / {p['without']}  {p['metric']:>18}: measured "
+                  f"{p['measured_ratio']:.3f}, predicted {p['predicted_ratio']:.3f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--write-experiments", action="store_true",
+                    help="write experiments/public/<id>.toml for every expressible row and stop")
+    ap.add_argument("--uncertainty", type=int, default=32, help="draws per row (default 32)")
+    ap.add_argument("--jobs", "-j", type=int, default=1, help="worker processes per row")
+    ap.add_argument("--only", nargs="*", default=None, help="row ids (default: every expressible)")
+    ap.add_argument("--out", type=Path, default=None, help="write DIR/public_corpus.json")
+    a = ap.parse_args(argv)
+    os.chdir(ROOT)
+    rows, split = load()
+    if a.write_experiments:
+        for p in write_experiments(rows):
+            print(p.relative_to(ROOT))
+        return 0
+    chosen = [r for r in rows if r["expressible"] and (a.only is None or r["id"] in a.only)]
+    missing = [r["id"] for r in chosen if not (EXPERIMENTS / f"{r['id']}.toml").exists()]
+    if missing:
+        print(f"error: experiments/public: no experiment for {', '.join(missing)} "
+              "(run --write-experiments)", file=sys.stderr)
+        return 2
+    from mtpsim.errors import UserError
+
+    results, refused = [], {}
+    for r in chosen:
+        try:
+            res = run_row(r, a.uncertainty, a.jobs)
+        except UserError as e:  # a setup this commit of mtpsim refuses: reported, not scored
+            refused[r["id"]] = str(e)
+            print(f"  {r['id']} ({split[r['id']]}): refused: {e}", file=sys.stderr)
+            continue
+        results.append(res)
+        print(f"  {r['id']} ({split[r['id']]}): {res['wall_s']:.1f} s", file=sys.stderr)
+    by_id = {r["id"]: r for r in rows}
+    summary = aggregate(results, by_id, split)
+    pairs = k_pairs(results, by_id)
+    print_report(summary, pairs, a.uncertainty)
+    for rid, why in refused.items():
+        print(f"not scored ({split[rid]}): {rid}: {why}")
+    if a.out is not None:
+        from mtpsim.fileio import atomic_write_json
+
+        a.out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(a.out / "public_corpus.json",
+                          {"draws": a.uncertainty, "summary": summary, "k_pairs": pairs,
+                           "refused": refused,
+                           "rows": results, "split": {r["id"]: split[r["id"]] for r in results}})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

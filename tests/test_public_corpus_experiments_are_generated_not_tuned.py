@@ -1,0 +1,48 @@
+"""experiments/public/ holds exactly what benchmarks/public_corpus.py generates from the corpus
+rows (so no experiment is tuned by hand after seeing its prediction), each one loads, and the
+scoring counts a figure inside its interval and charges a miss 2/alpha times its distance."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+from mtpsim.spec import load_experiment
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("public_corpus", ROOT / "benchmarks" / "public_corpus.py")
+pc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(pc)
+ROWS, SPLIT = pc.load()
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["expressible"]], ids=lambda r: r["id"])
+def test_each_expressible_row_has_its_generated_experiment(row):
+    path = pc.EXPERIMENTS / f"{row['id']}.toml"
+    assert path.read_text() == pc.experiment_text(row)
+    exp = load_experiment(path)
+    assert exp.k == row["k"] and exp.engine.tp == row["tp"]
+    assert exp.hardware.preset == row["gpu"] and exp.model.quantization == row["quantization"]
+    assert exp.workload.num_prompts == row["num_prompts"]
+    assert exp.calibration.measured == {}  # a new user's run: nothing fitted to the row
+
+
+def test_no_experiment_without_a_row():
+    ids = {r["id"] for r in ROWS if r["expressible"]}
+    assert {p.stem for p in pc.EXPERIMENTS.glob("*.toml")} == ids
+
+
+def test_score_inside_and_interval_score():
+    inside = pc.score(100.0, 90.0, 100.0, 110.0)
+    assert inside["inside"] and inside["interval_score_rel"] == pytest.approx(0.2)
+    miss = pc.score(100.0, 50.0, 60.0, 70.0)  # 30 below the interval's top
+    assert not miss["inside"]
+    assert miss["interval_score_rel"] == pytest.approx((20 + 20 * 30) / 100)
+    assert miss["error_pct"] == pytest.approx(-40.0)
+
+
+def test_per_gpu_figures_are_scaled_to_the_deployment():
+    row = next(r for r in ROWS if r["id"] == "vllm-blog-gb300-tp2-nvfp4-prefill-isl2k-c64")
+    assert pc.measured_figures(row) == {"total_token_throughput": 2 * 7360}
+    assert math.isinf(row["request_rate"])
