@@ -84,6 +84,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("serve-reference", "mtpsim.commands.serve_reference:serve_reference"),
     ("advise", "mtpsim.commands.advise:advise"),
     ("doctor", "mtpsim.commands.doctor:doctor"),
+    ("probe", "mtpsim.commands.probe:probe"),
 ]
 
 

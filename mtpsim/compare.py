@@ -86,6 +86,7 @@ class ABRow:
     p_below: float = math.nan  # P(delta < -region)
     ci_pct: bool = False  # the CI is in % of A (paired rounds), not in the metric's units
     rounds: int = 0  # rounds the paired CI rests on (0: none)
+    paired_mean_pct: float = math.nan  # mean of the per-round deltas, % of A (the CI's centre)
 
     @property
     def delta(self) -> float:
@@ -237,7 +238,7 @@ def _timing_row(row: ABRow, a: Result, b: Result, rope: Rope, normalise: bool, l
         return replace(row, ci_low=math.nan, ci_high=math.nan, p_above=math.nan, p_below=math.nan,
                        verdict=NO_ROUNDS)
     return replace(row, ci_low=pd.lo, ci_high=pd.hi, ci_pct=True, p_above=pd.p_above,
-                   p_below=pd.p_below, verdict=pd.verdict, rounds=pd.n)
+                   p_below=pd.p_below, verdict=pd.verdict, rounds=pd.n, paired_mean_pct=pd.mean)
 
 
 def ab_compare(a: Result, b: Result, *, num_boot: int = 2000, seed: int = 0,

@@ -21,7 +21,8 @@ MAX_AUTO_ROUNDS = 8
 # Per-round figures a paired comparison reads (timings; acceptance pools over rounds).
 ROUND_METRICS = ("output_throughput", "request_throughput", "total_token_throughput",
                  "median_ttft_ms", "mean_ttft_ms", "median_tpot_ms", "mean_tpot_ms",
-                 "p90_tpot_ms", "median_itl_ms", "median_e2el_ms", "duration")
+                 "p90_tpot_ms", "p90_ttft_ms", "median_itl_ms", "median_e2el_ms", "mean_e2el_ms",
+                 "duration")
 
 
 def auto_rounds(num_prompts: int, concurrency: int) -> int:
@@ -94,5 +95,6 @@ def pool_traces(traces: list[Any]) -> Any:
         if tr.steps:
             last = tr.steps[-1]
             offset += last.time_s + sum(last.phases.values())
+    probes = [p for tr in traces for p in tr.meta.get("probe") or []]
     return Trace(first.engine, first.policy, first.num_speculative_tokens, first.index_topk, steps,
-                 dict(first.meta, rounds=len(traces)))
+                 dict(first.meta, rounds=len(traces), probe=probes))

@@ -39,7 +39,23 @@ def with_trace_meta(cal: Calibration, traces) -> Calibration:
                                  float(max(hi, *(n[1] for n in nominal)))]
     machine = machines[0] if machines and all(m == machines[0] for m in machines) else (
         {"machines": machines} if machines else {})
+    machine = {**machine, **probe_figures(traces)}
     return dataclasses.replace(cal, machine=machine, ranges=ranges)
+
+
+def probe_figures(traces) -> dict[str, float | int]:
+    """The machine-speed probe of the traces' runs (mtpsim.probe): mean wall and CPU seconds over
+    every reading taken around them, and the readings' relative spread; {} without probes."""
+    from mtpsim.probe import figure
+
+    readings = [p for tr in traces for p in (tr.meta.get("probe") or []) if isinstance(p, dict)]
+    wall, cpu = figure(readings, "wall"), figure(readings, "cpu")
+    if wall is None or cpu is None:
+        return {}
+    walls = [float(p["wall_s"]) for p in readings if p.get("wall_s")]
+    sd = (sum((w - wall) ** 2 for w in walls) / (len(walls) - 1)) ** 0.5 if len(walls) > 1 else 0.0
+    return {"probe_wall_s": wall, "probe_cpu_s": cpu, "probe_readings": len(walls),
+            "probe_wall_rel_sd": sd / wall}
 
 
 def _pair(v) -> bool:

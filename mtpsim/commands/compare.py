@@ -82,7 +82,7 @@ def _ab_table(rep: ABReport, mode: str) -> Table:
     t = Table(title=title, title_justify="left", caption_justify="left")
     rounds = max((r.rounds for r in rep.rows), default=0)
     t.caption = ("Acceptance: request-level bootstrap CI. Timings: Student t over "
-                 + (f"{rounds} paired interleaved rounds (CI in % of A)" if rounds else
+                 + (f"{rounds} paired interleaved rounds (Delta % their mean, CI in % of A)" if rounds else
                     "paired interleaved rounds, which these results lack (run-real --rounds)")
                  + ". Verdicts against a region of practical equivalence (R): " + _rope_words(rep)
                  + "; P(Δ>+R) the probability the delta lies above it.")
@@ -94,7 +94,8 @@ def _ab_table(rep: ABReport, mode: str) -> Table:
     for col in cols:
         t.add_column(col, justify="left" if col in ("Metric", "Verdict") else "right")
     for r in rep.rows:
-        t.add_row(r.label, _fmt(r.a, r.key), _fmt(r.b, r.key), _fmt(r.delta), f"{r.rel_pct:+.2f}%",
+        rel = r.paired_mean_pct if r.rounds else r.rel_pct  # paired: the CI's own centre
+        t.add_row(r.label, _fmt(r.a, r.key), _fmt(r.b, r.key), _fmt(r.delta), f"{rel:+.2f}%",
                   *((_ci(r), "-" if r.p_above != r.p_above else f"{r.p_above:.2f}") if has_ci else ()),
                   _verdict(rep, r))
     from mtpsim.report.fit import footnote_dashes
@@ -198,6 +199,7 @@ def compare(
                 "rows": [{"metric": r.key, "a": r.a, "b": r.b, "delta": r.delta, "rel_pct": r.rel_pct,
                           "ci": [r.ci_low, r.ci_high] if r.has_ci else None,
                           "ci_unit": "pct" if r.ci_pct else "metric", "rounds": r.rounds,
+                          "paired_mean_pct": _finite(r.paired_mean_pct),
                           "verdict": r.verdict or None, "p_above_region": _finite(r.p_above),
                           "p_below_region": _finite(r.p_below),
                           "significant": r.significant, "within_noise": rep.within_noise(r)}

@@ -389,6 +389,7 @@ def run_real(
                                              "requests": [chunk.start, chunk.stop]}
                     if before is not None:
                         result.extra["probe"] = {"before": before, "after": after}
+                        run_trace.meta["probe"] = [before, after]
                     if len(plan) == 1:
                         result.extra["rounds"] = [rounds_mod.summary(result)]
                         results[name], traces[name] = result, run_trace

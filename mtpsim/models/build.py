@@ -56,10 +56,20 @@ def sim_models(exp: Experiment, policy: str,
                                    f"{', '.join(str(int(t)) for t in seen) or 'none'})")
         topk = int(seen[0])
     k = exp.k
+    speed = probe_scale(exp, calibration)
     return SimModels(FittedAcceptance(calibration, policy, k, topk, exp.acceptance.penalty),
-                     FittedCost(calibration, policy, k, topk),
-                     None if policy == BASELINE else FittedCost(calibration, BASELINE, k, topk),
+                     FittedCost(calibration, policy, k, topk, speed),
+                     None if policy == BASELINE else FittedCost(calibration, BASELINE, k, topk, speed),
                      topk)
+
+
+def probe_scale(exp: Experiment, calibration: Calibration) -> float:
+    """Target probe / the calibration's probe (mtpsim.probe): 1 when either is missing."""
+    mine = exp.calibration.probe_s
+    theirs = (calibration.machine or {}).get("probe_wall_s")
+    if not mine or not isinstance(theirs, int | float) or theirs <= 0:
+        return 1.0
+    return float(mine) / float(theirs)
 
 
 def models_for(exp: Experiment, policy: str,

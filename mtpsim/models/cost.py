@@ -118,6 +118,7 @@ class FittedCost:
     policy: str
     k: int
     topk: int
+    speed: float = 1.0  # duration scale: target machine's probe figure / the calibration's
 
     def step(self, s: StepShape) -> dict[str, np.ndarray]:
         return self.priced(StepQuantities.from_shape(s))
@@ -137,5 +138,7 @@ class FittedCost:
             for p in ("draft_prefill", "draft_decode_indexer", "draft_decode_rest"):
                 out[p] = np.zeros_like(out[p])
         out["overhead"] = out["overhead"] + self.cal.cost.gap_s
+        if self.speed != 1.0:
+            out = {p: v * self.speed for p, v in out.items()}
         shape = np.broadcast(*out.values()).shape
         return {p: np.broadcast_to(v, shape) for p, v in out.items()}

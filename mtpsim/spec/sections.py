@@ -222,6 +222,9 @@ class CalibrationSpec:
     file: str = option("", "calibration fitted from real traces (mtpsim simulate --trace ... "
                        "--save-calibration; relative to the experiment file): replaces the "
                        "acceptance model and the roofline step cost")
+    probe_s: float = option(0.0, "machine-speed probe wall seconds (mtpsim probe) of the machine "
+                            "predicted for: the fitted step costs are rescaled by it over the "
+                            "calibration's own probe figure (0: not rescaled)", _nonneg)
 
 
 @dataclass(frozen=True, slots=True)

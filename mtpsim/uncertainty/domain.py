@@ -148,7 +148,22 @@ def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
     elif exp.calibration.file:
         differs = True
         notes.append("machine unknown: the calibration file does not record it")
+    theirs, mine = dom.machine.get("probe_wall_s"), exp.calibration.probe_s
+    if mine and isinstance(theirs, int | float) and theirs > 0:
+        # the probe measures the speed the CPU string only names: it decides, either way
+        ratio = mine / theirs
+        differs = abs(math.log(ratio)) > math.log(1 + PROBE_TOLERANCE)
+        notes = [n for n in notes if not n.startswith("machine differs")]
+        notes.append(f"machine speed: probe {mine:.3g} s vs the calibration's {theirs:.3g} s "
+                     f"(x{ratio:.2f}; step costs rescaled by it)")
+    elif mine:
+        notes.append("machine speed not compared: the calibration records no probe figure")
     return Extrapolation(dist, differs, tuple(notes), per_axis)
+
+
+# Probe ratios within this of 1 count as the same machine speed: the probe's own run-to-run
+# spread on one machine (benchmarks/probe_drift.py measures it; docs/uncertainty.md).
+PROBE_TOLERANCE = 0.10
 
 
 def _num(x: float) -> str:
