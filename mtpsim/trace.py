@@ -28,37 +28,11 @@ from mtpsim.fileio import atomic_write_text
 from mtpsim.inputs import loads_json, read_text
 from mtpsim.policies import POLICIES
 from mtpsim.result import PHASES
+from mtpsim.trace_check import MAX_K, MAX_TOPK, MAX_TRACE_BYTES, get, read_int, short, step
+from mtpsim.trace_records import TraceStep
 
 FORMAT = "mtpsim-trace"
 VERSION = 1
-
-
-@dataclass(slots=True)
-class TraceRequest:
-    """One request's verification in a step. `accepted[i]` is 1 when drafts 0..i were all
-    accepted (vLLM's marginal per-position counting); `overlap[s-1]` is, for draft step s >= 1
-    that produced these drafts, |used top-k ∩ fresh top-k| / |fresh top-k| of the MTP layer."""
-
-    id: str
-    context_len: int  # tokens in context before this verification (prompt + output so far)
-    drafted: int
-    accepted: list[int]
-    overlap: list[float] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class TraceStep:
-    step: int
-    time_s: float  # step start, seconds from the engine's start
-    num_reqs: int  # requests verified in this step
-    num_prefills: int  # requests admitted and prefilled in this step
-    phases: dict[str, float]  # PHASES -> seconds (shadow computation excluded)
-    shadow_s: float  # off-the-clock fresh top-k computed for the overlap figures
-    mtp_indexer_calls: list[int]  # MTP indexer invocations per draft step 0..k-1
-    requests: list[TraceRequest]
-    # optional: seconds of each phase spent in the top-k-wide sparse attention (the reference
-    # engine records it; phases without any are left out); lets the fit price top-k apart
-    attention: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -103,8 +77,6 @@ class Trace:
 
 def read_trace(path: str | Path) -> Trace:
     """Read and validate a trace; any problem -> TraceError naming the file and line."""
-    from mtpsim.trace_check import MAX_K, MAX_TOPK, MAX_TRACE_BYTES, get, read_int, short, step
-
     source = Path(path)
     lines = read_text(source, TraceError, "trace file", MAX_TRACE_BYTES).splitlines()
     objs = [(n, loads_json(line, source, TraceError, f"line {n}"))

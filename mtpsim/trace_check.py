@@ -11,7 +11,7 @@ from typing import Any
 from mtpsim.errors import TraceError
 from mtpsim.inputs import MiB
 from mtpsim.result import PHASES
-from mtpsim.trace import TraceRequest, TraceStep
+from mtpsim.trace_records import TraceRequest, TraceStep
 
 MAX_K = 64  # num_speculative_tokens a trace may declare (as the spec allows)
 MAX_TOPK = 10_000_000

@@ -171,8 +171,8 @@ def _mtpsim_problem(root: Path, args: list[str]) -> str | None:
         try:
             spec = load_experiment(root / exp, sets)
             if spec.calibration.file:  # resolved against the experiment's folder, as simulate does
-                from mtpsim.calibration.models import calibration_path
                 from mtpsim.calibration.schema import read_calibration
+                from mtpsim.models.build import calibration_path
 
                 read_calibration(calibration_path(spec))
         except UserError as e:

@@ -7,9 +7,10 @@ import math
 
 import numpy as np
 
-from mtpsim.calibration.models import KEY_FEATURES, StepQuantities, cost_features
+from mtpsim.models.cost import KEY_FEATURES, StepQuantities, cost_features
 from mtpsim.result import PHASES
-from mtpsim.trace import Trace, TraceRequest, TraceStep
+from mtpsim.trace import Trace
+from mtpsim.trace_records import TraceRequest, TraceStep
 
 K_DRAFT = 3
 TOPK = 64
@@ -19,7 +20,7 @@ SIGMA = 0.6
 KAPPA = 2.0
 LK_REF_TRUE = 10.0  # L / K at which kappa_lk's synthetic kappas are the given ones
 OVERLAP_U = np.array([[-1.0, 0.5], [-1.5, 0.3]])  # share, draft steps 1, 2
-COST = {  # seconds per feature unit (names of mtpsim.calibration.models.cost_features)
+COST = {  # seconds per feature unit (names of mtpsim.models.cost.cost_features)
     "prefill": {"tokens": 1.5e-4, "token_keys": 6e-6, "pairs": 1e-7},
     "verify": {"steps": 0.005, "rows": 2e-4, "row_keys": 9e-6, "ctx": 2e-7},
     "draft_prefill": {"calls": 0.002, "rows": 5e-5, "row_keys": 2e-6, "requests": 3e-4},

@@ -4,11 +4,17 @@ import numpy as np
 import pytest
 
 from mtpsim.metrics import marginal_to_conditional
-from mtpsim.sim.acceptance import AcceptanceModel, draw_accepted
-from mtpsim.sim.overlap import overlap
+from mtpsim.models.acceptance import AcceptanceModel, draw_accepted
+from mtpsim.models.overlap import OverlapParams
+from mtpsim.models.overlap import overlap as _overlap
 from mtpsim.spec import experiment_from_dict
 
 PR_POS = [0.8745, 0.6010, 0.3534]
+
+
+def overlap(policy: str, context, step: int, topk: int, agreement: float, step_exponent: float,
+            target_agreement: float):
+    return _overlap(policy, context, step, topk, OverlapParams(agreement, step_exponent, target_agreement))
 
 
 def model(policy: str, **acc) -> AcceptanceModel:

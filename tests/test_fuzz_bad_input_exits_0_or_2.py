@@ -123,7 +123,7 @@ def _value_for(current: dict[str, object], key: str, hostile: bool) -> st.Search
 
 def _validate_only(path: Path, sets: list[str]) -> object:
     """A valid mutant too big to simulate here: validation and the memory check, in-process."""
-    from mtpsim.sim.cost import check_fits
+    from mtpsim.models.memory import check_fits
 
     try:
         check_fits(load_experiment(path, sets))

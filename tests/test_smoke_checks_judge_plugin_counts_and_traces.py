@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mtpsim.result import PHASES, Result
-from mtpsim.trace import Trace, TraceRequest, TraceStep
+from mtpsim.trace import Trace
+from mtpsim.trace_records import TraceRequest, TraceStep
 from mtpsim.vllm_runner.smoke import check_policy
 
 K = 3

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 from mtpsim.errors import SpecError
+from mtpsim.models.cost import StepShape
+from mtpsim.models.memory import check_fits
+from mtpsim.models.roofline import CostModel
 from mtpsim.result import PHASES
-from mtpsim.sim.cost import CostModel, StepShape, check_fits
 from mtpsim.spec import experiment_from_dict
 
 

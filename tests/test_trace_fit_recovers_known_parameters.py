@@ -19,7 +19,8 @@ from _synthetic_traces import (
 )
 
 from mtpsim.calibration.fit import fit_traces, step_quantities
-from mtpsim.calibration.models import KEY_FEATURES, fitted_overlap
+from mtpsim.models.acceptance import fitted_overlap
+from mtpsim.models.cost import KEY_FEATURES
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +88,7 @@ def test_fit_takes_seconds_not_minutes(fitted):
 def test_per_key_cost_comes_from_the_traced_attention_and_prices_another_topk(fitted):
     """One top-k in the traces: the recorded attention seconds split per-row from per-key work,
     so moving to top-k 128 adds exactly the per-key price of the extra 64 keys per row."""
-    from mtpsim.calibration.models import FittedCost
-    from mtpsim.sim.cost import StepShape
+    from mtpsim.models.cost import FittedCost, StepShape
 
     cal, _ = fitted
     att = cal.cost.report["attention"]

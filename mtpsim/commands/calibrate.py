@@ -55,11 +55,11 @@ def calibrate(
 
     Example: [cyan]mtpsim calibrate experiments/pr47352.toml --write[/cyan]
     """
-    from mtpsim.commands.simulate import setup_overrides
     from mtpsim.report import fit_table
     from mtpsim.sim.calibrate import calibrate as fit_factors
     from mtpsim.sim.calibrate import identifiable
     from mtpsim.spec import load_experiment
+    from mtpsim.spec.roles import setup_overrides
 
     changed = setup_overrides(set_ or [])
     if write and changed:

@@ -16,15 +16,7 @@ if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
     from mtpsim.spec import Experiment
 
 console = Console()
-# overrides of model parameters, not of the measured setup (the measured rows still apply)
-_NEUTRAL = ("seed", "policies", "acceptance.", "calibration.", "description", "reference.",
-            "vllm.")
 err_console = Console(stderr=True)
-
-
-def setup_overrides(sets: list[str]) -> list[str]:
-    """The `--set` overrides that change the measured setup (workload, engine, model, GPU)."""
-    return [o for o in sets if not o.split("=")[0].strip().startswith(_NEUTRAL)]
 
 
 def run_policies(exp_path: str, overrides: list[str], show_progress: bool,
@@ -133,6 +125,7 @@ def simulate(
     from mtpsim.report import measured_table, phase_table, pr_table, summary_lines
     from mtpsim.report.fit import print_table
     from mtpsim.report.titles import setup_title
+    from mtpsim.spec.roles import setup_overrides
 
     calibration = None
     if plot is not None:

@@ -95,7 +95,8 @@ def gpus(c: Context) -> Check:
     if c.exp.model.quantization == "nvfp4" and min(g.capability for g in found) < (10, 0):
         return Check("gpus", FAIL, f"{what}: NVFP4 weights need Blackwell (compute capability "
                      "10+)", "use an FP8 checkpoint (model.name, model.quantization) on Hopper")
-    from mtpsim.sim.cost import CostModel, check_fits
+    from mtpsim.models.memory import check_fits
+    from mtpsim.models.roofline import CostModel
 
     hw = dataclasses.replace(c.exp.hardware, memory_gib=gib)
     exp = dataclasses.replace(c.exp, hardware=hw)

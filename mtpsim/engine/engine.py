@@ -39,7 +39,8 @@ from mtpsim.engine.sampling import rejection_sample, sample
 from mtpsim.metrics import SpecDecodeCounters
 from mtpsim.policies import make_policy
 from mtpsim.result import PHASES
-from mtpsim.trace import Trace, TraceRequest, TraceStep
+from mtpsim.trace import Trace
+from mtpsim.trace_records import TraceRequest, TraceStep
 
 PREFILL_ROW_KEYS = 16384  # 256 rows at top-64: 16 MiB of fp32 keys (and values) per gather
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mtpsim.models.cost import StepShape
-from mtpsim.sim import simulator as core
+from mtpsim.sim import bulk
 from mtpsim.sim.decoding import Decoding, draw_decoding
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ def run_planned(sim: Simulator) -> None:
     reqs, sched, client = sim.reqs, sim.sched, sim.client
     n, topk = len(reqs), sim.topk
     dec = draw_decoding(sim.acc, None if sim.expected else sim.rng, reqs.input_len,
-                        reqs.output_len, sim.shift, sim.k, core.MAX_BULK_STEPS)
+                        reqs.output_len, sim.shift, sim.k, bulk.MAX_BULK_STEPS)
     d_steps = dec.steps.tolist()
     start = np.full(n, -1, np.int64)  # first decode step (= position of the first token)
     chunks: list[tuple[int, int, float, float, float]] = []  # step, tokens, keys, pairs, reads
@@ -45,7 +45,7 @@ def run_planned(sim: Simulator) -> None:
             reqs.admitted_at[plan.admitted] = pos
             tok = keys = pairs = reads = 0.0
             for rid, st, m in plan.chunks:
-                tok, keys = tok + m, keys + core.sum_min(st + 1, st + m, topk)
+                tok, keys = tok + m, keys + bulk.sum_min(st + 1, st + m, topk)
                 pairs, reads = pairs + (2 * st + m + 1) * m / 2, reads + st + m
                 if st + m == reqs.input_len[rid]:
                     start[rid] = pos + 1

@@ -24,6 +24,7 @@ from mtpsim.models.acceptance import draw_accepted
 from mtpsim.models.build import models_for
 from mtpsim.models.cost import StepShape
 from mtpsim.result import PHASES, Result
+from mtpsim.sim.bulk import MAX_BULK_STEPS, sum_min
 from mtpsim.sim.clock import Clock, StepLog
 from mtpsim.sim.entities import RequestTable, draw_lengths
 from mtpsim.sim.scheduler import KvCache, Lookahead, Scheduler
@@ -32,18 +33,8 @@ from mtpsim.spec import Experiment
 if TYPE_CHECKING:
     from mtpsim.calibration.schema import Calibration
 
-MAX_BULK_STEPS = 256  # caps context drift within one bulk (acceptance is read at its start)
 TAIL_MARGIN, TAIL_SLACK = 1.25, 8  # decode-only steps drawn past the expected first finish
 Progress = Callable[[int, int], None]
-
-
-def sum_min(a: int, b: int, cap: int) -> float:
-    """sum_{p=a}^{b} min(p, cap) for 1 <= a <= b."""
-    if b <= cap:
-        return (a + b) * (b - a + 1) / 2
-    if a > cap:
-        return cap * (b - a + 1)
-    return (a + cap) * (cap - a + 1) / 2 + cap * (b - cap)
 
 
 class Simulator:

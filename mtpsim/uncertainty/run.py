@@ -11,6 +11,7 @@ import numpy as np
 
 from mtpsim.errors import UserError
 from mtpsim.spec import Experiment
+from mtpsim.spec.roles import setup_overrides
 from mtpsim.uncertainty import posterior as post
 from mtpsim.uncertainty import sensitivity as sens
 from mtpsim.uncertainty.domain import Domain, Extrapolation, domain_of, extrapolation
@@ -175,8 +176,6 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int = 1,
 
 def setup_changes(overrides: Sequence[str]) -> list[str]:
     """The overrides that change the measured setup (not the models, priors, seed, policies)."""
-    from mtpsim.commands.simulate import setup_overrides
-
     return [o for o in setup_overrides(list(overrides)) if not o.startswith("uncertainty.")]
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from mtpsim.result import PHASES
-from mtpsim.trace import Trace, TraceRequest, TraceStep
+from mtpsim.trace import Trace
+from mtpsim.trace_records import TraceRequest, TraceStep
 
 TRACE_GLOB = "vllm-trace-*.jsonl"
 

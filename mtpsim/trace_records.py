@@ -1,0 +1,34 @@
+"""A trace's step and request records (the file format: docs/trace-format.md), below both the
+trace file (mtpsim.trace) and the checks that build them from JSON (mtpsim.trace_check)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class TraceRequest:
+    """One request's verification in a step. `accepted[i]` is 1 when drafts 0..i were all
+    accepted (vLLM's marginal per-position counting); `overlap[s-1]` is, for draft step s >= 1
+    that produced these drafts, |used top-k ∩ fresh top-k| / |fresh top-k| of the MTP layer."""
+
+    id: str
+    context_len: int  # tokens in context before this verification (prompt + output so far)
+    drafted: int
+    accepted: list[int]
+    overlap: list[float] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TraceStep:
+    step: int
+    time_s: float  # step start, seconds from the engine's start
+    num_reqs: int  # requests verified in this step
+    num_prefills: int  # requests admitted and prefilled in this step
+    phases: dict[str, float]  # PHASES -> seconds (shadow computation excluded)
+    shadow_s: float  # off-the-clock fresh top-k computed for the overlap figures
+    mtp_indexer_calls: list[int]  # MTP indexer invocations per draft step 0..k-1
+    requests: list[TraceRequest]
+    # optional: seconds of each phase spent in the top-k-wide sparse attention (the reference
+    # engine records it; phases without any are left out); lets the fit price top-k apart
+    attention: dict[str, float] = field(default_factory=dict)
