@@ -1,12 +1,14 @@
 """Re-derive the README's headline figures from the raw result files shipped in the repository.
 
-Each figure is printed with the file(s) it comes from. Figures whose raw data is not shipped
-(they come from long real runs) are listed with the run they came from.
-`tests/test_readme_headline_figures_come_from_shipped_data.py` checks that the README states
-exactly these values.
+Each figure is printed with the file(s) it comes from: first the README's answer table, then
+the figures docs/validation.md states as its current state. Figures whose raw data is not
+shipped (they come from long real runs) are listed with the run they came from.
+`tests/test_readme_headline_figures_come_from_shipped_data.py` checks that the README and
+docs/validation.md state exactly these values, and that the README's answer states no other.
 
 Run:   python scripts/headline_figures.py
        python scripts/headline_figures.py --regenerate   # re-simulate docs/data/pr47352-sim first (seconds)
+       python scripts/headline_figures.py --regenerate-uncertainty   # rerun --uncertainty 64 (a minute)
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ DATA = ROOT / "docs" / "data"
 SIM = DATA / "pr47352-sim"
 UPSTREAM = ROOT / "experiments" / "pr47352-upstream"
 REFERENCE = DATA / "reference-cpu"
+UNCERTAINTY = DATA / "pr47352-uncertainty" / "summary.json"
+LONG_CONTEXT = DATA / "long-context-v3" / "summary.json"
+COVERAGE = DATA / "heldout-v9" / "coverage.json"
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,7 @@ def _length(res) -> float:
 def upstream_simulated() -> list[Figure]:
     sim, real = _results(SIM), _results(UPSTREAM)
     src = f"{_rel(SIM)}/{{fresh,share}}.json vs {_rel(UPSTREAM)}/{{fresh,share}}.json"
-    f, s, mf, ms = sim["fresh"], sim["share"], real["fresh"], real["share"]
+    f, s, mf = sim["fresh"], sim["share"], real["fresh"]
 
     def pct(a: float, b: float) -> str:
         return f"{100 * (a / b - 1):+.1f} %"
@@ -71,21 +76,77 @@ def upstream_simulated() -> list[Figure]:
         Figure("of a step of", f"{step_ms:.1f} ms", src),
         Figure("sharing costs in acceptance length",
                f"{s.get('spec_decode_acceptance_length') - f.get('spec_decode_acceptance_length'):.3f}", src),
-        Figure("sharing, measured by the PR: output throughput",
-               pct2(ms.get("output_throughput"), mf.get("output_throughput")),
-               f"{_rel(UPSTREAM)}/{{fresh,share}}.json"),
     ]
 
 
-def upstream_noise() -> list[Figure]:
+def upstream_measured() -> list[Figure]:
+    """The PR's own two rows: the throughput change, and the acceptance change beside the
+    placebo floor (draft step 0 runs identically under both settings)."""
     from mtpsim.compare import ab_compare
 
     real = _results(UPSTREAM)
     rows = {r.key: r for r in ab_compare(real["fresh"], real["share"]).rows}
     src = f"{_rel(UPSTREAM)}/{{fresh,share}}.json (mtpsim compare {_rel(UPSTREAM)})"
+    gain = 100 * (real["share"].get("output_throughput") / real["fresh"].get("output_throughput") - 1)
     rate = rows["spec_decode_acceptance_rate"].delta
-    return [Figure("draft step 0 acceptance moved (placebo)", f"{rows['pos0'].delta:.2f} points", src),
-            Figure("overall acceptance change", f"{rate:.2f} point", src)]
+    return [Figure("sharing, measured by the PR: output throughput", f"{_signed(gain)} %", src),
+            Figure("draft step 0 acceptance moved (placebo)", f"{_signed(rows['pos0'].delta)} points", src),
+            Figure("overall acceptance change", f"{_signed(rate)} point", src)]
+
+
+def _signed(x: float, digits: int = 2) -> str:
+    """+1.23 / −1.23, with the minus sign the README prints."""
+    return f"{x:+.{digits}f}".replace("-", "−")
+
+
+def _interval(d: dict, digits: int = 2) -> str:
+    return f"{_signed(d['median'], digits)} % [{_signed(d['lo'], digits)}, {_signed(d['hi'], digits)}]"
+
+
+def _json(path: Path) -> dict:
+    import json
+
+    return json.loads(path.read_text())
+
+
+def pr47352_uncertainty() -> list[Figure]:
+    """`mtpsim simulate experiments/pr47352.toml --uncertainty 64`: the share-vs-fresh output
+    throughput change over the priors, and conditioned on the PR's two measured rows."""
+    run = _json(UNCERTAINTY)
+    src = f"{_rel(UNCERTAINTY)} (mtpsim simulate experiments/pr47352.toml --uncertainty 64 --json)"
+    prior = run["summary"]["prior"]["deltas"]["share"]["output_throughput"]
+    rows = run["summary"]["all measured rows"]["deltas"]["share"]["output_throughput"]
+    return [Figure("sharing, over the priors: output throughput (90 %)", _interval(prior), src),
+            Figure("sharing, given the PR's two rows: output throughput (90 %)", _interval(rows), src),
+            Figure("P(gain > 0) given the rows", f"P(> 0) {rows['p_pos']:.2f}", src),
+            Figure("effective draws given the rows",
+                   f"{run['effective_draws']['all measured rows']:.0f} effective draws", src)]
+
+
+def long_context() -> list[Figure]:
+    """The third long-context campaign (reference engine, CPU, ~8 K prompts): `share`'s median
+    TPOT change, predicted before the real runs and measured over six rounds."""
+    run = _json(LONG_CONTEXT)
+    at8k = next(r for r in run["results"] if r["config"] == "ctx8k")
+    row = next(r for r in at8k["rows"] if r["metric"] == "median_tpot_ms")
+    src = (f"{_rel(LONG_CONTEXT)} (python benchmarks/long_context_e2e.py --only ctx4k ctx8k "
+           f"--rounds {run['rounds']})")
+    measured = {"median": row["gain_pct"], "lo": row["ci"][0], "hi": row["ci"][1]}
+    return [Figure("share at 8 K: median TPOT measured (95 % CI)", _interval(measured, 1), src),
+            Figure("share at 8 K: median TPOT predicted before the run (90 %)",
+                   _interval(at8k["prediction"]["gains"]["median_tpot_ms"], 1), src)]
+
+
+def coverage() -> list[Figure]:
+    """Run v9's interval coverage: real values inside the 90 % intervals made from the
+    calibration configuration's traces alone."""
+    cov = _json(COVERAGE)
+    rep, alone = cov["report"], cov["model_only"]["report"]
+    src = f"{_rel(COVERAGE)} (python benchmarks/uncertainty_coverage.py --configs v9)"
+    return [Figure("real values inside the 90 % intervals (v9)",
+                   f"{rep['covered']} of {rep['values']} ({100 * rep['fraction_covered']:.0f} %)", src),
+            Figure("the model's intervals alone (without each measurement's own noise)",
+                   f"{100 * alone['fraction_covered']:.0f} %", src)]
 
 
 def reference_cpu() -> list[Figure]:
@@ -97,7 +158,8 @@ def reference_cpu() -> list[Figure]:
     for policy in ("share", "share_recent"):
         r = {x.key: x for x in ab_compare(res["fresh"], res[policy], num_boot=2000, seed=0).rows}["pos2"]
         out.append(Figure(f"{policy} vs fresh at the third draft position (95 % CI)",
-                          f"{r.delta:.2f} points, 95 % CI {r.ci_low:.2f} to {r.ci_high:.2f}", src))
+                          f"{_signed(r.delta)} points, 95 % CI {_signed(r.ci_low)} to "
+                          f"{_signed(r.ci_high)}".replace("+", ""), src))
     return out
 
 
@@ -129,19 +191,49 @@ def regenerate() -> None:
         res.write(SIM / f"{policy}.json")
 
 
+def regenerate_uncertainty(jobs: int = 1) -> None:
+    """Rerun `--uncertainty 64` on the upstream experiment into docs/data/pr47352-uncertainty
+    (without the 64 draws, the wall time and the worker count; the draws are quasi-random and
+    seeded, so the summary reproduces)."""
+    import json
+
+    from mtpsim.fileio import atomic_write_text, finite_json
+    from mtpsim.uncertainty.run import propagate
+
+    run = propagate(str(ROOT / "experiments" / "pr47352.toml"), [], 64, jobs).to_json()
+    for key in ("draws", "wall_s", "jobs"):
+        run.pop(key, None)
+    run["experiment"] = "experiments/pr47352.toml"
+    UNCERTAINTY.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(UNCERTAINTY, json.dumps(finite_json(run), indent=1, default=float) + "\n")
+
+
 def figures() -> list[tuple[str, list[Figure]]]:
-    return [("Upstream PR, simulated", upstream_simulated()),
-            ("Upstream acceptance change: cannot tell", upstream_noise()),
+    """The README's answer table, group by group."""
+    return [("Upstream PR with error bars", pr47352_uncertainty()),
+            ("Upstream PR, measured: acceptance change cannot be told from noise", upstream_measured()),
             ("Reference engine on a CPU", reference_cpu()),
+            ("Long contexts on the reference engine", long_context()),
+            ("Are the intervals honest", coverage())]
+
+
+def validation_figures() -> list[tuple[str, list[Figure]]]:
+    """The figures docs/validation.md states in its current state."""
+    return [("Upstream PR, simulated", upstream_simulated()),
             ("Raw data not shipped (long real runs or timing printouts)", NOT_SHIPPED)]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--regenerate", action="store_true", help="re-simulate docs/data/pr47352-sim first")
-    if ap.parse_args().regenerate:
+    ap.add_argument("--regenerate-uncertainty", action="store_true",
+                    help="rerun --uncertainty 64 into docs/data/pr47352-uncertainty first (a minute)")
+    args = ap.parse_args()
+    if args.regenerate:
         regenerate()
-    for title, figs in figures():
+    if args.regenerate_uncertainty:
+        regenerate_uncertainty()
+    for title, figs in [*figures(), *validation_figures()]:
         print(title)
         for f in figs:
             print(f"  {f.claim}: {f.value}\n      from {f.source}")
