@@ -1,8 +1,12 @@
-"""Suite-wide rule: under CI (CI=true) no test may be skipped.
+"""Suite-wide rules and shared fixtures.
 
-Tests that need vLLM, fastapi or aiohttp use `pytest.importorskip` so that a partial local
-install still runs the rest; in CI those packages are installed by scripts/install-test-deps.sh
-and the vLLM contract tests must run, so a skip there means a broken install and fails the run.
+Under CI (CI=true) no test may be skipped: tests that need vLLM, fastapi or aiohttp use
+`pytest.importorskip` so that a partial local install still runs the rest; in CI those packages
+are installed by scripts/install-test-deps.sh and the vLLM contract tests must run, so a skip
+there means a broken install and fails the run.
+
+`slow` marks tests that start clusters, servers or whole processes; `pytest -m "not slow"` is
+the quick loop while editing, and CI runs everything (README's test command).
 """
 
 from __future__ import annotations
@@ -24,6 +28,31 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 _skipped: list[str] = []
+
+
+@pytest.fixture
+def cpu_platform(monkeypatch):
+    """vLLM computes argument defaults and model choices from the current platform, and these
+    machines have no GPU (vLLM finds no platform): act as on vLLM's CPU platform."""
+    import vllm.platforms
+    from vllm.platforms.cpu import CpuPlatform
+
+    monkeypatch.setattr(vllm.platforms, "_current_platform", CpuPlatform())
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster (head + one worker node, one CPU each, on 127.0.0.1) for the whole
+    session: starting one takes tens of seconds. Tests that add nodes remove them again."""
+    pytest.importorskip("ray")
+    from _ray_cluster import start_cluster
+
+    cluster = start_cluster(workers=1)
+    yield cluster
+    import ray
+
+    ray.shutdown()
+    cluster.shutdown()
 
 
 def _record(report: pytest.CollectReport | pytest.TestReport) -> None:

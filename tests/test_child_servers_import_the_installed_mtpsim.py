@@ -7,9 +7,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from mtpsim import __version__
 from mtpsim.spec import experiment_from_dict
 from mtpsim.vllm_runner.argv import MTPSIM_CLI, VLLM_CLI, reference_serve_argv
+
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
 
 SHADOW = "import sys; print('shadow package imported'); sys.exit(3)\n"
 

@@ -17,6 +17,8 @@ import pytest
 from _sweep_experiment import write_small
 
 pytest.importorskip("ray")
+
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # an empty HTTP/2 SETTINGS frame
 

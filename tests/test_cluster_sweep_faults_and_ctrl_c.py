@@ -13,21 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-from _ray_cluster import NODE, proc_cmdlines, start_cluster, write_tiny  # loopback switch first
+from _ray_cluster import NODE, proc_cmdlines, write_tiny  # loopback switch first
 
 pytest.importorskip("ray")
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    c = start_cluster(workers=1)
-    yield c
-    import ray
-
-    ray.shutdown()
-    c.shutdown()
 
 
 def _sweep(spec: Path, out: Path, address: str, *extra: str) -> subprocess.Popen:
@@ -61,9 +53,9 @@ def _wait_for(cond, timeout: float, proc: subprocess.Popen) -> None:
         time.sleep(0.1)
 
 
-def test_ctrl_c_cancels_tasks_and_stops_every_server(cluster, tmp_path):
+def test_ctrl_c_cancels_tasks_and_stops_every_server(ray_cluster, tmp_path):
     spec, out = write_tiny(tmp_path), tmp_path / "out"
-    proc = _sweep(spec, out, cluster.address, "--server")
+    proc = _sweep(spec, out, ray_cluster.address, "--server")
     mine = str(tmp_path)  # every server names the weights in tmp_path; the driver its --out
 
     def servers() -> list[int]:
@@ -84,15 +76,15 @@ def test_ctrl_c_cancels_tasks_and_stops_every_server(cluster, tmp_path):
     assert not left, left
 
 
-def test_a_node_killed_mid_sweep_loses_no_point_and_a_rerun_does_nothing(cluster, tmp_path):
+def test_a_node_killed_mid_sweep_loses_no_point_and_a_rerun_does_nothing(ray_cluster, tmp_path):
     from ray._private import ray_constants
 
     spec, out = write_tiny(tmp_path), tmp_path / "out"
-    cluster.add_node(**NODE)
-    cluster.wait_for_nodes()
+    ray_cluster.add_node(**NODE)
+    ray_cluster.wait_for_nodes()
     raylets = {n.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid: n
-               for n in cluster.worker_nodes}
-    proc = _sweep(spec, out, cluster.address)
+               for n in ray_cluster.worker_nodes}
+    proc = _sweep(spec, out, ray_cluster.address)
     busy: list = []
 
     def a_worker_node_runs_a_point() -> bool:
@@ -102,7 +94,7 @@ def test_a_node_killed_mid_sweep_loses_no_point_and_a_rerun_does_nothing(cluster
     try:
         _wait_for(a_worker_node_runs_a_point, 240, proc)
         victim = busy[0]
-        cluster.remove_node(victim, allow_graceful=False)  # its raylet and workers die now
+        ray_cluster.remove_node(victim, allow_graceful=False)  # its raylet and workers die now
         stdout, stderr = proc.communicate(timeout=420)
     finally:
         proc.kill()
@@ -118,7 +110,7 @@ def test_a_node_killed_mid_sweep_loses_no_point_and_a_rerun_does_nothing(cluster
         nodes = {json.loads(f.read_text())["extra"]["node"]["ray_node_id"] for f in d.glob("r0/*.json")}
         assert len(nodes) == 1 and victim.node_id not in nodes  # redone whole, off the dead node
     stamps = {f: f.stat().st_mtime_ns for f in out.rglob("*") if f.is_file() and f.name != "sweep.json"}
-    again = _sweep(spec, out, cluster.address)
+    again = _sweep(spec, out, ray_cluster.address)
     stdout, stderr = again.communicate(timeout=300)
     assert again.returncode == 0, stderr
     assert stdout.strip(), stderr  # the rows as JSON; what went wrong is on stderr

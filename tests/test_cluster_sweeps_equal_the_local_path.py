@@ -10,7 +10,7 @@ import json
 import os
 
 import pytest
-from _ray_cluster import NODE, start_cluster, write_tiny  # sets Ray's loopback switch first
+from _ray_cluster import NODE, write_tiny  # sets Ray's loopback switch first
 
 pytest.importorskip("ray")
 
@@ -20,27 +20,19 @@ from typer.testing import CliRunner  # noqa: E402
 from mtpsim.cli import app  # noqa: E402
 from mtpsim.sweep import build_points, run_points  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def cluster():
-    c = start_cluster(workers=1)
-    yield c
-    import ray
-
-    ray.shutdown()
-    c.shutdown()
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
 
 
 def _invoke(args):
     return CliRunner().invoke(app, args, env={"COLUMNS": "200"})
 
 
-def test_simulation_sweep_on_the_cluster_is_identical_to_local(cluster, tmp_path):
+def test_simulation_sweep_on_the_cluster_is_identical_to_local(ray_cluster, tmp_path):
     exp = write_small(tmp_path)
     sets = ["speculative.num_speculative_tokens=2,3,4", "workload.max_concurrency=1,4"]
     out = tmp_path / "ray"
     r = _invoke(["sweep", str(exp), *sum((["--set", s] for s in sets), []), "--cluster",
-                 cluster.address, "--out", str(out), "--json"])
+                 ray_cluster.address, "--out", str(out), "--json"])
     assert r.exit_code == 0, r.output
     _, points = build_points(exp, sets)
     local = {rec["point_id"]: rec for rec in run_points(str(exp), points, None, jobs=1)}
@@ -49,7 +41,7 @@ def test_simulation_sweep_on_the_cluster_is_identical_to_local(cluster, tmp_path
         on_ray = json.loads((out / "points" / f"{p.point_id}.json").read_text())
         assert on_ray == json.loads(json.dumps(local[p.point_id])), p.values
     rerun = _invoke(["sweep", str(exp), *sum((["--set", s] for s in sets), []), "--cluster",
-                     cluster.address, "--out", str(out), "--json"])
+                     ray_cluster.address, "--out", str(out), "--json"])
     assert json.loads(rerun.stdout)["resumed"] == 6
 
 
@@ -61,13 +53,13 @@ def _runs(out):
     return runs
 
 
-def test_real_sweep_on_the_cluster_matches_the_local_run(cluster, tmp_path):
+def test_real_sweep_on_the_cluster_matches_the_local_run(ray_cluster, tmp_path):
     spec = write_tiny(tmp_path)
     common = ["sweep", str(spec), "--engine", "reference", "--repeats", "2",
               "--set", "speculative.index_topk=4,8", "--json"]
     r = _invoke([*common, "--out", str(tmp_path / "local")])
     assert r.exit_code == 0, r.output
-    r = _invoke([*common, "--out", str(tmp_path / "ray"), "--cluster", cluster.address])
+    r = _invoke([*common, "--out", str(tmp_path / "ray"), "--cluster", ray_cluster.address])
     assert r.exit_code == 0, r.output
     local, on_ray = _runs(tmp_path / "local"), _runs(tmp_path / "ray")
     assert len(local) == 8 and local.keys() == on_ray.keys()  # 2 points x 2 repeats x 2 policies
@@ -89,10 +81,10 @@ def test_real_sweep_on_the_cluster_matches_the_local_run(cluster, tmp_path):
         (4, "fresh", 2), (4, "share", 2), (8, "fresh", 2), (8, "share", 2)]
 
 
-def test_a_point_needing_more_gpus_than_any_node_is_refused_before_work(cluster, tmp_path):
+def test_a_point_needing_more_gpus_than_any_node_is_refused_before_work(ray_cluster, tmp_path):
     spec = write_tiny(tmp_path)
     r = _invoke(["sweep", str(spec), "--engine", "vllm", "--set", "engine.tp=1,2",
-                 "--set", "model.name=x/y", "--cluster", cluster.address,
+                 "--set", "model.name=x/y", "--cluster", ray_cluster.address,
                  "--out", str(tmp_path / "o")])
     assert r.exit_code == 2, r.output
     line = r.output.strip()
@@ -100,20 +92,20 @@ def test_a_point_needing_more_gpus_than_any_node_is_refused_before_work(cluster,
     assert not list((tmp_path / "o").glob("points/*"))
 
 
-def test_an_engine_missing_on_a_node_is_refused_before_work(cluster, tmp_path):
+def test_an_engine_missing_on_a_node_is_refused_before_work(ray_cluster, tmp_path):
     spec = write_tiny(tmp_path)
     shadow = tmp_path / "shadow" / "torch"
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('No module named torch')\n")
     path = os.pathsep.join([str(shadow.parent), os.environ.get("PYTHONPATH", "")])
-    node = cluster.add_node(**NODE, env_vars={"PYTHONPATH": path})
-    cluster.wait_for_nodes()
+    node = ray_cluster.add_node(**NODE, env_vars={"PYTHONPATH": path})
+    ray_cluster.wait_for_nodes()
     try:
         r = _invoke(["sweep", str(spec), "--engine", "reference", "--set",
-                     "speculative.index_topk=4,8", "--cluster", cluster.address,
+                     "speculative.index_topk=4,8", "--cluster", ray_cluster.address,
                      "--out", str(tmp_path / "o")])
     finally:
-        cluster.remove_node(node)
+        ray_cluster.remove_node(node)
     assert r.exit_code == 2, r.output
     line = r.output.strip()
     assert "\n" not in line and "--engine reference" in line and "torch" in line, line

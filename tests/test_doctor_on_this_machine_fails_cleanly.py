@@ -15,6 +15,8 @@ from mtpsim.doctor import CHECKS
 
 pytest.importorskip("vllm")
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 
 def test_doctor_lists_every_check_explains_each_fail_and_exits_1():
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "CUDA_VISIBLE_DEVICES": "",

@@ -6,6 +6,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 HEAVY = ("vllm", "torch", "aiohttp", "fastapi", "uvicorn")
 
 

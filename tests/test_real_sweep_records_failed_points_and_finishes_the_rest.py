@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 import socket
 
+import pytest
 from _ray_cluster import write_tiny
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
+
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
 
 
 def test_a_failing_point_is_recorded_and_the_rest_finish(tmp_path):

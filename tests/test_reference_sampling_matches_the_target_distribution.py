@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 import torch
 from _reference_models import run, tiny_model
 from scipy.stats import chisquare
@@ -33,6 +34,7 @@ def exact_joint_of_tokens_2_and_3(model) -> dict[tuple[int, int], float]:
     return joint
 
 
+@pytest.mark.slow
 def test_tokens_drawn_through_rejection_sampling_follow_the_target():
     model = tiny_model(vocab=VOCAB, seed=5)
     with torch.inference_mode():

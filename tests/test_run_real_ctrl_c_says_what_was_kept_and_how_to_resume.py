@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 from _reference_models import tiny_model
 from typer.testing import CliRunner
@@ -18,6 +19,8 @@ from typer.testing import CliRunner
 from mtpsim.cli import app
 from mtpsim.engine import weights
 from mtpsim.result import load_result
+
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
 
 SPEC = """
 seed = 3

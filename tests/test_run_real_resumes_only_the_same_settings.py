@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from test_run_real_reference_writes_results_and_traces import _setup
 from typer.testing import CliRunner
 
@@ -17,6 +18,7 @@ def _run(spec: Path, out: Path, *extra: str):
     return CliRunner().invoke(app, ["run-real", str(spec), "--out", str(out), "-p", "fresh", *extra])
 
 
+@pytest.mark.slow
 def test_a_changed_set_is_not_resumed_silently(tmp_path):
     spec, out = _setup(tmp_path), tmp_path / "out"
     assert _run(spec, out).exit_code == 0
@@ -36,6 +38,7 @@ def test_a_changed_set_is_not_resumed_silently(tmp_path):
     assert (out / "fresh.json").stat().st_mtime_ns != first
 
 
+@pytest.mark.slow
 def test_a_changed_simulator_model_or_prior_keeps_the_real_result(tmp_path):
     # [acceptance] and [uncertainty] only shape the simulator: a real run made under another
     # penalty form or other priors is the same run
@@ -91,6 +94,7 @@ def test_a_file_as_out_is_refused_before_the_run(tmp_path):
     assert r.exit_code == 2 and "expected a folder to write into" in r.output
 
 
+@pytest.mark.slow
 def test_weights_are_compared_by_content_not_by_path(tmp_path):
     import hashlib
     import json

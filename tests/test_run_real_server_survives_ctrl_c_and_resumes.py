@@ -19,6 +19,8 @@ pytest.importorskip("aiohttp")
 
 from mtpsim.vllm_runner.process import free_port  # noqa: E402
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 TOML = """
 seed = 1
 policies = ["fresh", "share"]

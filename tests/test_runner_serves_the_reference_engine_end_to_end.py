@@ -13,6 +13,8 @@ pytest.importorskip("aiohttp")
 from mtpsim.metrics import counters_from_requests  # noqa: E402
 from mtpsim.vllm_runner.runner import ServedRun, run_served_policy  # noqa: E402
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 
 def _max_in_flight(records) -> int:
     events = sorted([(r.arrival_s, 1) for r in records] + [(r.finish_s, -1) for r in records],

@@ -11,6 +11,8 @@ pytest.importorskip("aiohttp")
 import mtpsim.client.bench as bench  # noqa: E402
 from mtpsim.vllm_runner.runner import ServedRun, run_served_policy  # noqa: E402
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 
 def test_the_server_is_stopped_when_the_client_raises_mid_run(tmp_path, monkeypatch):
     exp = tiny_experiment(num_prompts=16, output_len=200)

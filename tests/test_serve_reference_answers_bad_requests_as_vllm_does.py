@@ -16,6 +16,8 @@ pytest.importorskip("httpx")
 
 from _served import tiny_app_client  # noqa: E402
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 C, H = "/v1/completions", "/v1/chat/completions"
 USER = [{"role": "user", "content": "hi"}]
 OK = None  # a 200

@@ -8,6 +8,8 @@ from typer.testing import CliRunner
 
 from mtpsim.cli import app
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 
 @pytest.mark.parametrize(("args", "needle"), [
     (["--policy", "luck"], "--policy: expected one of fresh"),

@@ -14,6 +14,8 @@ from mtpsim.serve_reference.app import create_app  # noqa: E402
 from mtpsim.serve_reference.loop import EngineLoop  # noqa: E402
 from mtpsim.serve_reference.server import TINY_RANDOM, ServerOptions, build_engine  # noqa: E402
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 
 def test_a_dead_engine_refuses_requests_and_asks_the_server_to_exit(monkeypatch):
     engine = build_engine(ServerOptions(policy="share", port=0, weights=TINY_RANDOM,

@@ -19,6 +19,8 @@ from _served import tiny_app_client  # noqa: E402
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 MAX_EXAMPLES = 100  # every endpoint, schema-fitting and schema-breaking; ~15-30 s on a loaded CPU
 SEED = int(os.environ.get("MTPSIM_FUZZ_SEED") or random.randrange(2**32))
 

@@ -26,6 +26,8 @@ pytest.importorskip("torch")
 
 from mtpsim.vllm_runner.process import free_port  # noqa: E402
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 ROOT = Path(__file__).resolve().parents[1]
 STARTUP = re.compile(r"^INFO \d\d-\d\d \d\d:\d\d:\d\d mtpsim reference server listening on "
                      r"http://127\.0\.0\.1:(\d+) \(model ref, policy fresh, k=2, top-k 16, cpu\)")

@@ -2,9 +2,12 @@
 
 import socket
 
+import pytest
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
+
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
 
 
 def test_a_taken_port_is_a_one_line_error_with_exit_2():

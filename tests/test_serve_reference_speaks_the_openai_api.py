@@ -15,6 +15,8 @@ from _served import tiny_app_client  # noqa: E402
 
 from mtpsim.client.prometheus import parse_spec_decode  # noqa: E402
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 
 @pytest.fixture(scope="module")
 def client():

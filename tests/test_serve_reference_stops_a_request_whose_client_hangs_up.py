@@ -15,6 +15,8 @@ pytest.importorskip("uvicorn")
 
 from _served import live_tiny_server  # noqa: E402
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 
 def _send(port: int, body: dict) -> socket.socket:
     data = json.dumps(body).encode()

@@ -11,6 +11,8 @@ pytest.importorskip("httpx")
 
 from _served import tiny_app_client  # noqa: E402
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 
 @pytest.fixture(scope="module")
 def served():

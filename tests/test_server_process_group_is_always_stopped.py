@@ -14,6 +14,8 @@ import pytest
 
 from mtpsim.vllm_runner.process import ServerError, ServerProcess, free_port, group_members
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 # A "server" that starts a child, logs, ignores SIGTERM if asked, and never serves HTTP.
 STUBBORN = textwrap.dedent("""
     import signal, subprocess, sys, time

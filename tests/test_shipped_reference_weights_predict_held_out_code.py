@@ -5,6 +5,7 @@ sparse top-64 attention, for both the model and its MTP module."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -21,6 +22,7 @@ def test_shipped_weights_are_small_and_described():
     assert {"A", "B", "C"} <= set(meta["phases"])
 
 
+@pytest.mark.slow
 @torch.inference_mode()
 def test_held_out_loss_through_the_sparse_inference_path_is_sane():
     model = weights.load()

@@ -16,6 +16,8 @@ import pytest
 
 pytest.importorskip("vllm.entrypoints.cli.serve")
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory):

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -6,6 +6,7 @@ benchmark uses (benchmarks/uncertainty_coverage.py)."""
 
 import dataclasses
 
+import pytest
 from _synthetic_traces import COST, CTX_REF, KAPPA, OVERLAP_U, SIGMA, B, make_trace
 
 from mtpsim.calibration.fit import fit_traces
@@ -57,6 +58,7 @@ def _truth(fit):
                                cost=CostFit(phases, 1e-4), bootstrap=[])
 
 
+@pytest.mark.slow
 def test_bootstrap_intervals_cover_the_true_parameters_outcomes(tmp_path):
     traces = [make_trace("fresh", 1, n_requests=60), make_trace("share", 2, n_requests=60)]
     fit = fit_traces(traces)

@@ -15,6 +15,8 @@ pytest.importorskip("fastapi")
 from mtpsim.client.prometheus import parse_spec_decode  # noqa: E402
 from mtpsim.vllm_runner.runner import ServedRun, run_served_policy, vllm_bench_load  # noqa: E402
 
+pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
+
 
 def test_vllm_bench_reads_the_same_counters_as_mtpsim(tmp_path):
     exp = tiny_experiment(num_prompts=6, input_len=40, output_len=24)

@@ -28,14 +28,7 @@ EXP = {"model": {"name": "nvidia/DeepSeek-V3.2-NVFP4", "quantization": "nvfp4"},
                 "env": {"VLLM_LOGGING_LEVEL": "INFO"}}}
 
 
-@pytest.fixture(autouse=True)
-def cpu_platform(monkeypatch):
-    """vLLM computes argument defaults from the current platform, and this machine has no
-    GPU (vLLM finds no platform): parse as on vLLM's CPU platform."""
-    import vllm.platforms
-    from vllm.platforms.cpu import CpuPlatform
-
-    monkeypatch.setattr(vllm.platforms, "_current_platform", CpuPlatform())
+pytestmark = pytest.mark.usefixtures("cpu_platform")
 
 
 def _serve_parser():

@@ -16,12 +16,7 @@ EXP = {"model": {"name": "deepseek-ai/DeepSeek-V3.2"}, "engine": {"tp": 8, "pp":
        "vllm": {"distributed_executor_backend": "ray"}}
 
 
-@pytest.fixture(autouse=True)
-def cpu_platform(monkeypatch):
-    import vllm.platforms
-    from vllm.platforms.cpu import CpuPlatform
-
-    monkeypatch.setattr(vllm.platforms, "_current_platform", CpuPlatform())
+pytestmark = pytest.mark.usefixtures("cpu_platform")
 
 
 def _engine_args(argv):

@@ -19,12 +19,7 @@ from mtpsim.vllm_plugin.settings import PluginSettings
 MTPSpeculator = pytest.importorskip("vllm.v1.worker.gpu.spec_decode.mtp.speculator").MTPSpeculator
 
 
-@pytest.fixture(autouse=True)
-def cpu_platform(monkeypatch):
-    import vllm.platforms
-    from vllm.platforms.cpu import CpuPlatform
-
-    monkeypatch.setattr(vllm.platforms, "_current_platform", CpuPlatform())
+pytestmark = pytest.mark.usefixtures("cpu_platform")
 
 
 def _decorated_classes(module: str) -> dict[str, bool]:
