@@ -17,18 +17,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import torch
 
 from mtpsim.engine import weights
 from mtpsim.engine.corpus import joined
 from mtpsim.engine.engine import EngineConfig, SpecDecodeEngine
-from mtpsim.engine.model import Transformer, phase_clock
+from mtpsim.engine.model import CLOCKS, PhaseTimer, Transformer
 from mtpsim.policies import make_policy
 
-CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}  # cpu: this thread's CPU seconds
-_clock = CLOCKS["wall"]
 VARIANTS = {"fresh": ("fresh", False), "share": ("share", False), "share (before)": ("share", True)}
 
 
@@ -43,6 +40,7 @@ def time_proposes(model: Transformer, ctx: int, batch: int, k: int, topk: int,
     """Median seconds of one propose over `batch` requests at context `ctx` (caches random-filled),
     the variants interleaved repeat by repeat (in rotated order) so machine noise hits them alike."""
     model.setup_caches(batch, ctx + k + 1, topk)
+    _clock = model.timer.clock  # the engine's own timings (the indexer column) on the same clock
     g = torch.Generator().manual_seed(0)
     for block in [*model.layers, model.mtp.block]:
         c = block.attention.cache
@@ -93,10 +91,11 @@ def tokens_per_s(model: Transformer, variant: str, ctx: int, batch: int, k: int,
     model.mtp.block.attention.eager_index_keys = eager
     engine = SpecDecodeEngine(model, EngineConfig(num_speculative_tokens=k, index_topk=topk,
                                                   max_num_seqs=batch, max_model_len=ctx + out_len,
-                                                  policy=policy))
+                                                  policy=policy), timer=model.timer)
     for i in range(batch):
         engine.add_request(str(i), list(held[i * 9973:i * 9973 + ctx]), out_len, 1.0, True, seed=i)
     n = sum(len(o.new_token_ids) for o in engine.step())  # prefills + first tokens + drafts
+    _clock = model.timer.clock
     t0 = _clock()
     while engine.has_unfinished():
         n += sum(len(o.new_token_ids) for o in engine.step())
@@ -118,10 +117,9 @@ def main() -> None:
     ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                     help="cpu: the thread's CPU time, which other processes do not inflate (use --threads 1)")
     a = ap.parse_args()
-    global _clock
-    _clock = CLOCKS[a.clock]
     torch.set_num_threads(a.threads)
     model = weights.load(weights.resolve(a.weights))
+    model.use_timer(PhaseTimer(a.clock))
     if max(a.contexts) + a.out_len + a.k + 1 > model.args.max_seq_len:
         ap.error(f"--contexts: at most {model.args.max_seq_len - a.out_len - a.k - 1} with these "
                  f"weights (RoPE table {model.args.max_seq_len}, k {a.k}, --out-len {a.out_len})")
@@ -134,15 +132,13 @@ def main() -> None:
           + (f" {'before: share 1..k-1':>20} {'draft speed-up':>14} {'steps>=1 speed-up':>17} "
              f"{'tok/s':>7} {'after/before draft':>18}" if a.before else ""))
     for ctx in a.contexts:
-        with phase_clock(a.clock):  # the engine's own timings (the indexer column) on the same clock
-            both = time_proposes(model, ctx, a.batch, a.k, a.topk, a.repeats, variants)
+        both = time_proposes(model, ctx, a.batch, a.k, a.topk, a.repeats, variants)
         f, s = both["fresh"], both["share"]
         draft_f, draft_s = f["step0"] + f["steps"], s["step0"] + s["steps"]
         tps = ("-", "-")
         if a.out_len:
-            with phase_clock(a.clock):
-                tps = tuple(f"{tokens_per_s(model, p, ctx, a.batch, a.k, a.topk, a.out_len):.1f}"
-                            for p in variants)
+            tps = tuple(f"{tokens_per_s(model, p, ctx, a.batch, a.k, a.topk, a.out_len):.1f}"
+                        for p in variants)
         print(f"{ctx:>8} {1e3 * f['step0']:>11.2f} {1e3 * f['steps']:>12.2f} "
               f"{1e3 * f['indexer']:>8.2f} {100 * f['indexer'] / f['steps']:>8.1f}% "
               f"{1e3 * s['steps']:>12.2f} {draft_f / draft_s:>13.3f}x "

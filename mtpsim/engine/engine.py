@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from mtpsim.engine.corpus import EOS
-from mtpsim.engine.model import Transformer, sparse_attention, sync_time
+from mtpsim.engine.model import PhaseTimer, Transformer
 from mtpsim.engine.sampling import rejection_sample, sample
 from mtpsim.metrics import SpecDecodeCounters
 from mtpsim.policies import make_policy
@@ -91,13 +91,16 @@ class _Request:
 class SpecDecodeEngine:
     """MTP speculative decoding with continuous batching; see the module docstring."""
 
-    def __init__(self, model: Transformer, config: EngineConfig, seed: int = 0) -> None:
+    def __init__(self, model: Transformer, config: EngineConfig, seed: int = 0,
+                 timer: PhaseTimer | None = None) -> None:
         k = config.num_speculative_tokens
         if k < 1 or config.index_topk < 1 or config.max_num_seqs < 1:
             raise ValueError("num_speculative_tokens, index_topk and max_num_seqs must be >= 1")
         self.model, self.cfg, self.k = model, config, k
         self.prefill_chunk = config.prefill_chunk or max(1, PREFILL_ROW_KEYS // config.index_topk)
         self.device = model.output.weight.device
+        self.timer = timer or PhaseTimer()  # every phase timing, on its clock (wall or CPU)
+        model.use_timer(self.timer)
         model.setup_caches(config.max_num_seqs, config.max_model_len + k + 1, config.index_topk)
         model.mtp.shadow = config.trace
         self.last_token_indices = torch.zeros(config.max_num_seqs, dtype=torch.long, device=self.device)
@@ -111,8 +114,7 @@ class SpecDecodeEngine:
                                  "dtype": str(model.output.weight.dtype).removeprefix("torch."),
                                  "threads": torch.get_num_threads(),
                                  "max_num_seqs": config.max_num_seqs})
-        # The trace's time origin: the first step, on the phase clock in force while serving (the
-        # runner may switch to the CPU clock after building the engine).
+        # The trace's time origin: the first step, on the phase clock.
         self._seed, self._n_added, self._n_steps, self._t0 = seed, 0, 0, math.nan
 
     # --- public API ---
@@ -145,12 +147,12 @@ class SpecDecodeEngine:
 
     @torch.inference_mode()
     def step(self) -> list[RequestOutput]:
-        t_step = sync_time(self.device)
+        t_step = self.timer.now(self.device)
         if math.isnan(self._t0):
             self._t0 = t_step
         times = dict.fromkeys(PHASES, 0.0)
         self._attention = dict.fromkeys(PHASES, 0.0)  # sparse-attention seconds within each phase
-        sparse_attention.on = self.cfg.trace
+        self.timer.attention_on = self.cfg.trace
         calls = [0] * self.k
         shadow0 = self.model.mtp.shadow_s
         outs: list[RequestOutput] = []
@@ -160,7 +162,7 @@ class SpecDecodeEngine:
             self._prefill_and_propose(self.waiting.popleft(), times, calls, outs)
             n_new += 1
         shadow = self.model.mtp.shadow_s - shadow0
-        times["overhead"] = max(0.0, sync_time(self.device) - t_step - sum(times.values()) - shadow)
+        times["overhead"] = max(0.0, self.timer.now(self.device) - t_step - sum(times.values()) - shadow)
         if self.cfg.trace:
             self.trace.steps.append(TraceStep(
                 self._n_steps, round(t_step - self._t0, 6), len(verified), n_new,
@@ -173,7 +175,7 @@ class SpecDecodeEngine:
     def _verify_and_propose(self, times: dict[str, float], calls: list[int],
                             outs: list[RequestOutput]) -> list[TraceRequest]:
         reqs, k, dev = list(self.running), self.k, self.device  # _emit may free requests
-        t, a0 = sync_time(dev), sparse_attention.seconds
+        t, a0 = self.timer.now(dev), self.timer.attention_s
         last = torch.tensor([r.tokens[-1] for r in reqs], device=dev)
         drafts = torch.stack([r.drafts for r in reqs])  # type: ignore[misc]  # [B, k]
         tokens = torch.cat([last[:, None], drafts], dim=1)  # [B, k + 1]
@@ -181,16 +183,16 @@ class SpecDecodeEngine:
         pos = start[:, None] + torch.arange(k + 1, device=dev)  # [B, k + 1]
         slots = torch.tensor([r.slot for r in reqs], device=dev)
         logits, hidden = self.model(tokens, pos, slots, self.cfg.index_topk)
-        times["verify"] += sync_time(dev) - t
-        self._attention["verify"] += sparse_attention.seconds - a0
+        times["verify"] += self.timer.now(dev) - t
+        self._attention["verify"] += self.timer.attention_s - a0
 
-        t = sync_time(dev)
+        t = self.timer.now(dev)
         accepted, bonus = [], []
         for b, r in enumerate(reqs):
             n, c = rejection_sample(logits[b], drafts[b], r.draft_probs, r.temperature, r.gen)
             accepted.append(n)
             bonus.append(c)
-        times["rejection_sample"] += sync_time(dev) - t
+        times["rejection_sample"] += self.timer.now(dev) - t
 
         records, keep = [], []
         for b, r in enumerate(reqs):
@@ -217,7 +219,7 @@ class SpecDecodeEngine:
         dev, P = self.device, len(r.prompt)
         r.slot = self.free_slots.pop()
         self.running.append(r)
-        t, a0 = sync_time(dev), sparse_attention.seconds
+        t, a0 = self.timer.now(dev), self.timer.attention_s
         slots = torch.tensor([r.slot], device=dev)
         prompt = torch.tensor([r.prompt], device=dev)
         pos = torch.arange(P, device=dev)[None]
@@ -228,8 +230,8 @@ class SpecDecodeEngine:
             hs.append(h)
         assert logits is not None
         first = sample(logits[0, -1], r.temperature, r.gen)
-        times["prefill"] += sync_time(dev) - t
-        self._attention["prefill"] += sparse_attention.seconds - a0
+        times["prefill"] += self.timer.now(dev) - t
+        self._attention["prefill"] += self.timer.attention_s - a0
         if self._emit(r, [first], outs):
             tok0 = torch.cat([prompt[:, 1:], torch.tensor([[first]], device=dev)], dim=1)
             self._propose([r], tok0, torch.cat(hs, dim=1), pos, torch.tensor([P - 1], device=dev),
@@ -243,7 +245,7 @@ class SpecDecodeEngine:
         B, T = tok0.shape
         slots = torch.tensor([r.slot for r in reqs], device=dev)
         rows = torch.arange(B, device=dev)
-        t, c0, s0, a0 = sync_time(dev), mtp.indexer_calls, mtp.shadow_s, sparse_attention.seconds
+        t, c0, s0, a0 = self.timer.now(dev), mtp.indexer_calls, mtp.shadow_s, self.timer.attention_s
         self.policy.on_prefill_begin(B)
         chunk = self.prefill_chunk if B == 1 else T  # prompts come one request at a time
         a = 0
@@ -255,26 +257,27 @@ class SpecDecodeEngine:
         self.policy.on_prefill_end(B)
         logits, h = logits[rows, last - a], h[rows, last - a]  # [B, V], [B, dim]
         calls[0] += mtp.indexer_calls - c0
-        times["draft_prefill"] += sync_time(dev) - t - (mtp.shadow_s - s0)
-        self._attention["draft_prefill"] += sparse_attention.seconds - a0
+        times["draft_prefill"] += self.timer.now(dev) - t - (mtp.shadow_s - s0)
+        self._attention["draft_prefill"] += self.timer.attention_s - a0
 
-        drafts, probs, overlaps = [self._sample_drafts(reqs, logits)], [], []
-        probs.append(self._last_probs)
+        first, first_probs = self._sample_drafts(reqs, logits)
+        drafts, probs, overlaps = [first], [first_probs], []
         if k > 1:
             self.policy.on_multi_step_decode_begin(B)
             p = pos0[rows, last]
             for s in range(1, k):
-                t, c0, s0, i0 = sync_time(dev), mtp.indexer_calls, mtp.shadow_s, mtp.indexer_s
-                a0 = sparse_attention.seconds
+                t, c0, s0, i0 = self.timer.now(dev), mtp.indexer_calls, mtp.shadow_s, mtp.indexer_s
+                a0 = self.timer.attention_s
                 logits, h = model.draft(drafts[-1][:, None], h[:, None], (p + s)[:, None], slots, topk)
                 logits, h = logits[:, 0], h[:, 0]
-                drafts.append(self._sample_drafts(reqs, logits))
-                probs.append(self._last_probs)
+                d, q = self._sample_drafts(reqs, logits)
+                drafts.append(d)
+                probs.append(q)
                 calls[s] += mtp.indexer_calls - c0
                 idx_s = mtp.indexer_s - i0
                 times["draft_decode_indexer"] += idx_s
-                times["draft_decode_rest"] += sync_time(dev) - t - (mtp.shadow_s - s0) - idx_s
-                self._attention["draft_decode_rest"] += sparse_attention.seconds - a0
+                times["draft_decode_rest"] += self.timer.now(dev) - t - (mtp.shadow_s - s0) - idx_s
+                self._attention["draft_decode_rest"] += self.timer.attention_s - a0
                 if mtp.last_overlap is not None and self.cfg.trace:
                     overlaps.append(mtp.last_overlap.tolist())
             self.policy.on_multi_step_decode_end(B)
@@ -285,19 +288,17 @@ class SpecDecodeEngine:
             r.overlap = [o[b] for o in overlaps]
 
     # --- helpers ---
-    def _sample_drafts(self, reqs: list[_Request], logits: Tensor) -> Tensor:
-        """logits [B, V] -> drafts [B]; keeps the draft distributions in self._last_probs."""
+    def _sample_drafts(self, reqs: list[_Request], logits: Tensor) -> tuple[Tensor, Tensor | None]:
+        """logits [B, V] -> drafts [B] and the draft distributions [B, V] (None: all greedy)."""
         greedy = all(r.temperature == 0 for r in reqs)
         if greedy:
-            self._last_probs: Tensor | None = None
-            return logits.argmax(-1)
+            return logits.argmax(-1), None
         probs = torch.stack([torch.softmax(logits[b] / max(r.temperature, 1e-6), -1)
                              for b, r in enumerate(reqs)])
         out = torch.stack([probs[b].argmax() if r.temperature == 0 else
                            torch.multinomial(probs[b], 1, generator=r.gen)[0]
                            for b, r in enumerate(reqs)])
-        self._last_probs = probs
-        return out
+        return out, probs
 
     def _emit(self, r: _Request, new: list[int], outs: list[RequestOutput]) -> bool:
         """Append new tokens up to max_tokens / EOS; report them. True when r keeps running."""

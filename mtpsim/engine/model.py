@@ -11,9 +11,8 @@ The MTP layer's top-k source is switched by the vLLM-named methods of `TopkShari
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
@@ -119,6 +118,7 @@ class Attention(nn.Module):
         self.indexer = Indexer(args.dim, args.n_index_head, args.index_head_dim)
         self.cache: LayerCache | None = None
         self.work = IndexerWork()
+        self.timer = PhaseTimer()  # the model's, set by Transformer.use_timer
         # True: project and write indexer keys even where the chooser reuses rows (the engine
         # before issue #11; kept so benchmarks can time both side by side)
         self.eager_index_keys = False
@@ -165,7 +165,8 @@ class Attention(nn.Module):
         if self.eager_index_keys:
             index_keys()
         idx = fresh() if choose is None else choose(fresh)
-        t0 = sync_time(x.device) if sparse_attention.on else 0.0
+        timer = self.timer
+        t0 = timer.now(x.device) if timer.attention_on else 0.0
         sel = canonical(idx)
         valid, safe = sel >= 0, sel.clamp(min=0)
         rows = slots[:, None, None]
@@ -173,8 +174,8 @@ class Attention(nn.Module):
         att = torch.einsum("bthd,btkhd->bthk", q, ks) * self.head_dim**-0.5
         att = att.masked_fill(~valid[:, :, None, :], float("-inf")).softmax(-1)
         out = torch.einsum("bthk,btkhd->bthd", att, vs).reshape(B, T, -1)
-        if sparse_attention.on:
-            sparse_attention.seconds += sync_time(x.device) - t0
+        if timer.attention_on:
+            timer.attention_s += timer.now(x.device) - t0
         return self.wo(out), idx
 
     def forward_train(self, x: Tensor, rope: Rope, mode: str,
@@ -228,37 +229,24 @@ class Block(nn.Module):
 # The clock of every phase timing: wall time, or the calling thread's CPU time when a run asks
 # for timings that other processes on a shared machine do not inflate (`reference.clock`).
 CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
-_clock = CLOCKS["wall"]
 
 
-@contextlib.contextmanager
-def phase_clock(name: str) -> Iterator[None]:
-    """Time phases on clock `name` ("wall" or "cpu") within the block."""
-    global _clock
-    prev, _clock = _clock, CLOCKS[name]
-    try:
-        yield
-    finally:
-        _clock = prev
+class PhaseTimer:
+    """One engine's phase clock, shared by its model's attention layers and MTP module
+    (`Transformer.use_timer`). `attention_s` sums the seconds spent in the top-k-wide sparse
+    attention (sort, gather, attend) of every layer while `attention_on`: its cost is rows x
+    top-k, and the trace records it per phase so the calibration can price top-k apart from the
+    per-row work (mtpsim.calibration.fit)."""
 
+    def __init__(self, clock: str = "wall") -> None:
+        self.clock = CLOCKS[clock]
+        self.attention_on, self.attention_s = False, 0.0
 
-class SparseAttentionClock:
-    """Seconds spent in the top-k-wide sparse attention (sort, gather, attend) of every layer,
-    on the phase clock, while `on`. Its cost is rows x top-k; the trace records it per phase so
-    the calibration can price top-k apart from the per-row work (mtpsim.calibration.fit)."""
-
-    def __init__(self) -> None:
-        self.on, self.seconds = False, 0.0
-
-
-sparse_attention = SparseAttentionClock()
-
-
-def sync_time(device: torch.device) -> float:
-    """The phase clock after the device finished its queued work (phase timings on CUDA)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return _clock()
+    def now(self, device: torch.device) -> float:
+        """The clock after the device finished its queued work (phase timings on CUDA)."""
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return self.clock()
 
 
 class MTP(nn.Module):
@@ -278,6 +266,7 @@ class MTP(nn.Module):
         self.skip_topk = self.append_recent = self.use_target_topk = self.shadow = False
         self.rows: Tensor | None = None  # [rows, K] step-0 selections, compacted to [:num_reqs]
         self.rows_pos: Tensor | None = None  # [rows] query position of each row
+        self.timer = PhaseTimer()  # the model's, set by Transformer.use_timer
         self.reset_stats()
 
     def reset_stats(self) -> None:
@@ -304,19 +293,19 @@ class MTP(nn.Module):
             assert target_rows is not None
             used = target_rows
         else:
-            t0 = sync_time(dev)
+            t0 = self.timer.now(dev)
             used = fresh()
-            self.indexer_s += sync_time(dev) - t0
+            self.indexer_s += self.timer.now(dev) - t0
             self.indexer_calls += 1
         if not self.skip_topk:
             self.rows, self.rows_pos = used.reshape(B * T, -1).clone(), input_pos.reshape(-1).clone()
         if self.shadow:
-            t0 = sync_time(dev)
+            t0 = self.timer.now(dev)
             if self.skip_topk or self.use_target_topk:
                 self.last_overlap = overlap(used.reshape(B * T, -1), fresh().reshape(B * T, -1))
             else:
                 self.last_overlap = torch.ones(B * T, device=dev)
-            self.shadow_s += sync_time(dev) - t0
+            self.shadow_s += self.timer.now(dev) - t0
         return used
 
     def forward(self, emb: Tensor, hidden: Tensor, rope: Rope, input_pos: Tensor,
@@ -358,6 +347,14 @@ class Transformer(nn.Module):
         self.register_buffer("isin", si, persistent=False)
         self.target_topk: Tensor | None = None
         self.apply(_init_weights)
+        self.use_timer(PhaseTimer())
+
+    def use_timer(self, timer: PhaseTimer) -> None:
+        """Time every phase of this model on `timer` (its engine's)."""
+        self.timer = timer
+        for m in self.modules():
+            if isinstance(m, Attention | MTP):
+                m.timer = timer
 
     def setup_caches(self, max_batch: int, max_seq: int, max_topk: int) -> None:
         """Allocate the static caches: per-layer KV + indexer keys, and the target's last-layer

@@ -25,7 +25,7 @@ from mtpsim.arrivals import Client, send_offsets
 from mtpsim.engine import weights
 from mtpsim.engine.corpus import joined
 from mtpsim.engine.engine import EngineConfig, SpecDecodeEngine
-from mtpsim.engine.model import phase_clock, sync_time
+from mtpsim.engine.model import PhaseTimer
 from mtpsim.errors import SpecError
 from mtpsim.metrics import RequestRecord
 from mtpsim.result import PHASES, Result
@@ -97,15 +97,13 @@ def run_policy(exp: Experiment, policy: str, progress: Progress | None = None,
                         f"model's {model.args.max_seq_len - exp.k - 1} positions")
     cfg = EngineConfig(num_speculative_tokens=exp.k, index_topk=topk, max_num_seqs=conc,
                        max_model_len=max_len, policy=policy, trace=True)
-    engine = SpecDecodeEngine(model, cfg, seed=exp.seed)
-
     cpu_clock = ref.clock == "cpu"
     if cpu_clock and device.type != "cpu":
         raise SpecError(exp.source, "reference.clock", "expected \"wall\" on a GPU (the CPU clock "
                         "does not see device time)")
-    with phase_clock(ref.clock):
-        return _serve(exp, policy, engine, model, path, device, prompts, out_lens, send, conc, topk,
-                      progress, idle_advances=cpu_clock, ids=ids)
+    engine = SpecDecodeEngine(model, cfg, seed=exp.seed, timer=PhaseTimer(ref.clock))
+    return _serve(exp, policy, engine, model, path, device, prompts, out_lens, send, conc, topk,
+                  progress, idle_advances=cpu_clock, ids=ids)
 
 
 def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, path: Path,
@@ -117,10 +115,11 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
     index in the whole seeded workload (its id and sampling seed)."""
     w, n, mtp = exp.workload, len(prompts), model.mtp
     idle = 0.0
-    t0 = sync_time(device)
+    timer = engine.timer
+    t0 = timer.now(device)
 
     def clock() -> float:
-        return sync_time(device) - t0 - mtp.shadow_s + idle
+        return timer.now(device) - t0 - mtp.shadow_s + idle
 
     arrival = [math.nan] * n
     first = [math.nan] * n
