@@ -1,5 +1,5 @@
 """`python -m mtpsim`: the same CLI as the `mtpsim` script (used to launch child servers)."""
 
-from mtpsim.cli import app
+from mtpsim.cli import main
 
-app()
+main()

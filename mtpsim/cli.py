@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import typer
@@ -63,17 +63,6 @@ class OneLineUsageErrors(TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
-app = typer.Typer(
-    name="mtpsim",
-    cls=OneLineUsageErrors,
-    help="What does reusing sparse-attention top-k indices across MTP draft steps cost in "
-    "acceptance, and what does it buy in speed? Simulate it, run it for real, compare.",
-    no_args_is_help=True,
-    rich_markup_mode="rich",
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-
 # (command name, "module:function"). One line per command; the module owns its help text.
 COMMANDS: list[tuple[str, str]] = [
     ("simulate", "mtpsim.commands.simulate:simulate"),
@@ -121,16 +110,49 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
-def main(
+def _main(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
 ) -> None:
     """mtpsim: simulate, run and compare MTP top-k index sharing for DSA models."""
 
 
-for _name, _target in COMMANDS:
-    _module, _func = _target.split(":")
-    _fn = exits_on_user_error(getattr(importlib.import_module(_module), _func),
-                              interrupt_line=_name != "serve-reference")
-    app.command(_name, cls=TeachingCommand)(_fn)
+def build_app(names: Iterable[str] | None = None) -> typer.Typer:
+    """The command line with every command, or with only `names`. Typer builds a pydantic
+    adapter for every option of every command it holds when it runs, so a process that runs one
+    command builds only that one (`main`)."""
+    app = typer.Typer(
+        name="mtpsim",
+        cls=OneLineUsageErrors,
+        help="What does reusing sparse-attention top-k indices across MTP draft steps cost in "
+        "acceptance, and what does it buy in speed? Simulate it, run it for real, compare.",
+        no_args_is_help=True,
+        rich_markup_mode="rich",
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
+    app.callback()(_main)
+    wanted = None if names is None else set(names)
+    for name, target in COMMANDS:
+        if wanted is not None and name not in wanted:
+            continue
+        module, func = target.split(":")
+        fn = exits_on_user_error(getattr(importlib.import_module(module), func),
+                                 interrupt_line=name != "serve-reference")
+        app.command(name, cls=TeachingCommand)(fn)
+    return app
+
+
+def main() -> None:
+    """The `mtpsim` script: `mtpsim COMMAND ...` builds only COMMAND; anything else (`--help`,
+    `--version`, a misspelt command) the whole command line, which answers it."""
+    args = sys.argv[1:]
+    build_app([args[0]] if args and args[0] in dict(COMMANDS) else None)()
+
+
+def __getattr__(name: str) -> Any:
+    """`app`: the whole command line (tests drive it with CliRunner), built on first use."""
+    if name == "app":
+        globals()["app"] = build_app()
+        return globals()["app"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
