@@ -113,6 +113,7 @@ def make_speculator(mtp_cls: type, *, k: int = 3, hf_share: bool = False,
             hf_config=SimpleNamespace(index_share_for_mtp_iteration=hf_share))),
     )
     spec.num_speculative_steps = k
+    spec.current_draft_step = torch.tensor(0, dtype=torch.int64)  # as vLLM's, a device scalar
     return spec
 
 
@@ -140,6 +141,7 @@ def propose(spec: Any, draft: FakeDraftModel, positions: list[int], *,
     indexer.salt = 0
     if num_tokens is not None:
         pos0 = torch.arange(num_tokens)
+    spec.current_draft_step.fill_(0)  # _prepare_prefill_inputs_kernel stores 0
     spec.on_prefill_begin(n)
     draft(torch.zeros(pos0.numel(), 4), pos0)
     spec.on_prefill_end(n)
@@ -148,6 +150,7 @@ def propose(spec: Any, draft: FakeDraftModel, positions: list[int], *,
     spec.on_multi_step_decode_begin(n)
     for s in range(1, k):
         indexer.salt = s * salt_per_step
+        spec.current_draft_step.fill_(s)  # _multi_step_decode, before each step
         draft(torch.zeros(n, 4), torch.tensor(positions) + s)
     spec.on_multi_step_decode_end(n)
 

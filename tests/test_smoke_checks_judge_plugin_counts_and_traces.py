@@ -38,6 +38,7 @@ def _result(policy: str, *, drafts: int = 20, accepted: int = 20, **counts) -> R
          "contexts": {"propose": {"forwards": [rounds] * K,
                                   "indexer": [rounds] * K if policy == "fresh"
                                   else [rounds] + [0] * (K - 1)}}}
+    c["device"] = {"served": c["contexts"]["propose"]}
     c.update(counts)
     return Result(mode="vllm", policy=policy, extra={"plugin_counts": c},
                   metrics={"output_throughput": 50.0, "spec_decode_acceptance_length": 2.0,
@@ -54,7 +55,8 @@ def _status(checks) -> dict[str, bool]:
 def test_a_run_that_did_what_vllm_should_passes(policy):
     checks = check_policy(policy, _result(policy), _trace(policy), K)
     assert all(c.ok for c in checks), [c for c in checks if not c.ok]
-    want = {"plugin engaged", "indexer calls per draft step", "trace rows complete",
+    want = {"plugin engaged", "indexer calls per draft step", "device counts = hook counts",
+            "trace rows complete",
             "trace = /metrics"} | ({"compaction ran"} if policy == "share" else set())
     assert set(_status(checks)) == want
     per_step = next(c for c in checks if c.name == "indexer calls per draft step")
@@ -65,7 +67,8 @@ def test_a_run_that_did_what_vllm_should_passes(policy):
 def test_sharing_that_did_not_skip_the_indexer_fails():
     r = _result("share", contexts={"propose": {"forwards": [6, 6, 6], "indexer": [6, 6, 6]}})
     assert _status(check_policy("share", r, _trace("share"), K)) == {
-        "plugin engaged": True, "indexer calls per draft step": False, "compaction ran": True,
+        "plugin engaged": True, "indexer calls per draft step": False,
+        "device counts = hook counts": False, "compaction ran": True,
         "trace rows complete": True, "trace = /metrics": True}
 
 
@@ -123,7 +126,7 @@ def test_run_real_smoke_runs_both_policies_in_trace_mode_on_the_shipped_model(tm
         "deepseek_v32"
     assert (out / "smoke-model" / "tokenizer.json").is_file()
     report = json.loads((out / "smoke.json").read_text())
-    assert report["ok"] is True and len(report["checks"]) == 9
+    assert report["ok"] is True and len(report["checks"]) == 11
     assert "acceptance and speed mean nothing" in " ".join(res.output.split())
 
 
@@ -146,3 +149,13 @@ def test_smoke_is_for_the_vllm_engine_only(tmp_path):
     res = CliRunner().invoke(app, ["run-real", "experiments/reference-cpu.toml", "--smoke",
                                    "--out", str(tmp_path / "s")])
     assert res.exit_code == 2 and "--smoke: applies to --engine vllm" in res.output
+
+
+def test_device_counts_that_disagree_with_the_hooks_or_are_missing_fail():
+    r = _result("share")
+    r.extra["plugin_counts"]["device"] = {"served": {"forwards": [6, 6, 6], "indexer": [6, 6, 6]}}
+    bad = next(c for c in check_policy("share", r, _trace("share"), K)
+               if c.name == "device counts = hook counts")
+    assert not bad.ok and "device [6, 6, 6]/[6, 6, 6], hooks [6, 6, 6]/[6, 0, 0]" in bad.detail
+    r.extra["plugin_counts"]["device"] = None
+    assert not _status(check_policy("share", r, _trace("share"), K))["device counts = hook counts"]

@@ -1,9 +1,12 @@
 """Indexer-invocation counts per draft step, and the "sharing engaged" verdict (torch-free).
 
-Counts come in three contexts: `propose` (eager forwards of served requests; graph replays
-run no Python, so under CUDA graphs only eager batches show up here), `capture` (forwards seen
-while vLLM records CUDA graphs at start-up: what the graphs baked in) and `dummy` (start-up and
-idle runs that serve no request: profiling, warm-up, DP-sync dummy batches).
+Device counts (`device`: `served` and `startup`) are counted on the GPU by ops that CUDA-graph
+replays run too (device_counts.py): they see served traffic under graphs. The hook counts below
+run Python and are the eager cross-check. Hook counts come in three contexts: `propose` (eager
+forwards of served requests; graph replays run no Python, so under CUDA graphs only eager
+batches show up here), `capture` (forwards seen while vLLM records CUDA graphs at start-up: what
+the graphs baked in) and `dummy` (start-up and idle runs that serve no request: profiling,
+warm-up, DP-sync dummy batches).
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from typing import Any
 
 CONTEXTS = ("propose", "capture", "dummy")
 # What each context's counts came from, as the verdict says it.
-SOURCES = {"propose": "from served traffic",
+SOURCES = {"device": "counted on the device, CUDA-graph replays included, from served traffic",
+           "propose": "from served traffic",
            "capture": "only from CUDA-graph capture at start-up (what the graphs replay)",
            "dummy": "only from start-up runs (profiling, warm-up, dummy batches), not served "
                     "traffic"}
@@ -60,6 +64,7 @@ class PluginCounts:
     hooks_traced: bool | None = None  # the draft model is compiled: hooks would not run
     final: bool = False  # written by the process's exit flush (else it was killed)
     pid: int = 0
+    device: dict[str, StepCounts] | None = None  # served / startup, counted on the device
 
     @property
     def traced(self) -> bool:
@@ -73,7 +78,9 @@ class PluginCounts:
                 "hooked_layers": self.hooked_layers, "compile_mode": self.compile_mode,
                 "hooks_traced": self.hooks_traced, "final": self.final,
                 "contexts": {c: {"forwards": s.forwards, "indexer": s.indexer,
-                                 "shadow": s.shadow} for c, s in self.contexts.items()}}
+                                 "shadow": s.shadow} for c, s in self.contexts.items()},
+                "device": None if self.device is None else
+                {c: {"forwards": s.forwards, "indexer": s.indexer} for c, s in self.device.items()}}
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> PluginCounts:
@@ -82,7 +89,11 @@ class PluginCounts:
                     for c, v in obj.get("contexts", {}).items()}
         for c in CONTEXTS:
             contexts.setdefault(c, StepCounts())
-        return cls(policy=obj["policy"], share_flag=obj.get("share_flag"), contexts=contexts,
+        dev = obj.get("device")
+        device = None if not isinstance(dev, dict) else {
+            c: StepCounts(list(v.get("forwards", [])), list(v.get("indexer", [])),
+                          [0] * len(v.get("forwards", []))) for c, v in dev.items()}
+        return cls(device=device, policy=obj["policy"], share_flag=obj.get("share_flag"), contexts=contexts,
                    compaction_rows_checked=int(obj.get("compaction_rows_checked", 0)),
                    compaction_rows_wrong=int(obj.get("compaction_rows_wrong", 0)),
                    hooked_layers=obj.get("hooked_layers"),
@@ -121,7 +132,11 @@ def _describe(s: StepCounts) -> str:
 
 def sharing_verdict(counts: PluginCounts) -> SharingVerdict:
     """Did draft steps >= 1 really skip the MTP layer's indexer? Judged from the counts:
-    engaged = step 0 ran the indexer on every forward and no step >= 1 ran it."""
+    engaged = step 0 ran the indexer on every forward and no step >= 1 ran it. Device counts
+    come first: they see served traffic under CUDA graphs and compiled models."""
+    served = (counts.device or {}).get("served")
+    if served is not None and any(served.at("forwards", i) for i in range(1, served.num_steps)):
+        return _judge("device", served, counts)
     if counts.traced:
         return SharingVerdict(None, None, f"torch.compile mode {counts.compile_mode} compiles "
                               "the draft model: module hooks would be traced, not run; count "
@@ -131,20 +146,23 @@ def sharing_verdict(counts: PluginCounts) -> SharingVerdict:
                               "skip_topk and an indexer (not a DSA model?)")
     for ctx in CONTEXTS:
         s = counts.contexts[ctx]
-        later = range(1, s.num_steps)
-        if not any(s.at("forwards", i) for i in later):
-            continue
-        step0_ok = s.at("forwards", 0) > 0 and s.at("indexer", 0) == s.at("forwards", 0)
-        skipped = all(s.at("indexer", i) == 0 for i in later)
-        ran = all(s.at("indexer", i) == s.at("forwards", i) for i in later)
-        detail = f"{ctx}, indexer calls/MTP forwards: {_describe(s)}"
-        if counts.compaction_rows_checked:
-            detail += (f"; compaction wrong rows: {counts.compaction_rows_wrong}/"
-                       f"{counts.compaction_rows_checked}")
-        if skipped and step0_ok:
-            return SharingVerdict(True, ctx, detail)
-        if ran:
-            return SharingVerdict(False, ctx, detail)
-        return SharingVerdict(False, ctx, "inconsistent: " + detail)
+        if any(s.at("forwards", i) for i in range(1, s.num_steps)):
+            return _judge(ctx, s, counts)
     return SharingVerdict(None, None, "no draft step >= 1 ran Python code; under CUDA graphs "
                           "only the capture counts exist and none were recorded")
+
+
+def _judge(ctx: str, s: StepCounts, counts: PluginCounts) -> SharingVerdict:
+    later = range(1, s.num_steps)
+    step0_ok = s.at("forwards", 0) > 0 and s.at("indexer", 0) == s.at("forwards", 0)
+    skipped = all(s.at("indexer", i) == 0 for i in later)
+    ran = all(s.at("indexer", i) == s.at("forwards", i) for i in later)
+    detail = f"{ctx}, indexer calls/MTP forwards: {_describe(s)}"
+    if counts.compaction_rows_checked:
+        detail += (f"; compaction wrong rows: {counts.compaction_rows_wrong}/"
+                   f"{counts.compaction_rows_checked}")
+    if skipped and step0_ok:
+        return SharingVerdict(True, ctx, detail)
+    if ran:
+        return SharingVerdict(False, ctx, detail)
+    return SharingVerdict(False, ctx, "inconsistent: " + detail)

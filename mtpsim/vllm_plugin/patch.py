@@ -4,6 +4,8 @@ One `Recorder` per process follows the draft loop through the four lifecycle hoo
 `prefill` = draft step 0, phase `decode` = steps 1..k-1, numbered by the MTP attention's
 forwards since `on_multi_step_decode_begin`) and counts, through forward hooks on the MTP
 layer's sparse attention and on its indexer's modules, whether the indexer ran at each step.
+Those hooks run Python, which a CUDA-graph replay does not: the counts that hold under graphs are
+taken on the device (device_counts.py), the hook counts stay as the eager cross-check.
 
 Trace mode (eager only: hooks do not run when a CUDA graph is replayed) runs each shared
 step's attention once more in shadow with the indexer on, keeps the fresh rows, records their
@@ -35,7 +37,8 @@ from mtpsim.vllm_plugin.contract import (
     check_speculator_shape,
     load_speculator_classes,
 )
-from mtpsim.vllm_plugin.counts import PluginCounts
+from mtpsim.vllm_plugin.counts import PluginCounts, StepCounts
+from mtpsim.vllm_plugin.device_counts import DeviceCounts, uncounted_forward
 from mtpsim.vllm_plugin.settings import PluginConfigError, PluginSettings
 from mtpsim.vllm_plugin.topk import row_overlap, rows_equal
 
@@ -67,6 +70,7 @@ class Recorder:
         self._trace_rows: list[dict[str, Any]] = []
         self._last_flush = 0.0
         self._closed_pid = 0  # the process whose exit flush already ran
+        self.device_counts: DeviceCounts | None = None  # set when the draft model loads
 
     def forked(self) -> None:
         """In a forked child: start empty, so the parent's counts and unflushed rows are not
@@ -79,6 +83,7 @@ class Recorder:
         self._last_flush = 0.0
         self._closed_pid = 0
         self.call = 0
+        self.device_counts = None  # the parent's model and its counters
 
     # -- draft-loop phases (driven by the speculator hooks) --
     def begin(self, phase: str) -> None:
@@ -131,29 +136,59 @@ class Recorder:
             return
         # The pid now, not at install: vLLM may fork workers from a process that installed.
         self.counts.pid = os.getpid()
+        self.read_device_counts()
         atomic_write_json(folder / f"vllm-counts-{self.counts.pid}.json", self.counts.to_json())
         if self._trace_rows:
             with open(folder / f"vllm-trace-{self.counts.pid}.jsonl", "a", encoding="utf-8") as f:
                 f.writelines(json.dumps(r) + "\n" for r in self._trace_rows)
             self._trace_rows.clear()
 
+    def set_device_context(self, served: bool) -> None:
+        if self.device_counts is not None:
+            self.device_counts.set_context(served)
+
+    def read_device_counts(self) -> None:
+        """Copy the device counts into `counts` (a device sync; at flush and exit only)."""
+        if self.device_counts is None:
+            return
+        try:
+            table = self.device_counts.read()
+        except Exception as e:  # noqa: BLE001 - a torn-down CUDA context at exit
+            logger.warning("mtpsim: device counts unreadable: %s", e)
+            return
+        self.counts.device = {ctx: StepCounts(v["forwards"], v["indexer"],
+                                              [0] * len(v["forwards"]))
+                              for ctx, v in table.items()}
+
     # -- module hooks on the MTP layer's sparse attention and its indexer --
-    def attach(self, draft_model: torch.nn.Module) -> int:
-        """Hook every sparse-attention module (it has `skip_topk` and an `indexer`); returns
-        how many. vLLM 0.33.0 has two shapes: the generic MultiHeadLatentAttentionWrapper calls
-        `self.indexer(...)`; the CUDA DeepseekV32Attention calls the indexer's sub-modules
-        (`wq_b`, `wk_weights_proj`) and a fused op. Either way some module of the indexer runs
-        exactly when the indexer does, so that is what is counted."""
+    def attach(self, draft_model: torch.nn.Module, *, eager_hooks: bool = True,
+               step: torch.Tensor | None = None, num_steps: int = 1) -> int:
+        """Count on every sparse-attention module (it has `skip_topk` and an `indexer`);
+        returns how many. vLLM 0.33.0 has two shapes: the generic MultiHeadLatentAttentionWrapper
+        calls `self.indexer(...)` (whose forward calls `wq_b` once, model_executor/models/
+        deepseek_v2.py `Indexer.forward`); the CUDA DeepseekV32Attention calls the indexer's
+        sub-modules (`wq_b`, `wk_weights_proj`) and a fused op (models/deepseek_v32/
+        attention.py `DeepseekV32Attention.forward`). Either way `wq_b` runs once exactly when
+        the indexer does. `step` (the speculator's current-draft-step scalar): also count on
+        the device (CUDA graphs, compilation); `eager_hooks`: also count through hooks."""
         n = 0
         for module in draft_model.modules():
             indexer = getattr(module, "indexer", None)
             if not hasattr(module, "skip_topk") or not isinstance(indexer, torch.nn.Module):
                 continue
+            n += 1
+            if step is not None:
+                if self.device_counts is None:
+                    self.device_counts = DeviceCounts(num_steps, step)
+                part = getattr(indexer, "wq_b", None)
+                self.device_counts.attach(module, part if isinstance(part, torch.nn.Module)
+                                          else indexer)
+            if not eager_hooks:
+                continue
             module.register_forward_pre_hook(self._attn_pre, with_kwargs=True)
             module.register_forward_hook(self._attn_post)
             for part in (indexer, *indexer.children()):
                 part.register_forward_pre_hook(functools.partial(self._indexer_ran, module))
-            n += 1
         return n
 
     def _indexer_ran(self, owner: Any, part: Any, args: tuple[Any, ...]) -> None:
@@ -187,14 +222,18 @@ class Recorder:
         n = positions.shape[0]
         shared = buf[:n].clone()
         self.in_shadow = True
+        if self.device_counts is not None:
+            self.device_counts.skip_python = True
         module.skip_topk = False
         try:
-            module.forward(*args, **kwargs)  # forward(), not __call__: no hooks re-enter
+            uncounted_forward(module)(*args, **kwargs)  # no hooks re-enter, nothing counted
             fresh = buf[:n].clone()
         finally:
             buf[:n].copy_(shared)
             module.skip_topk = True
             self.in_shadow = False
+            if self.device_counts is not None:
+                self.device_counts.skip_python = False
         self.steps().bump("shadow", step)
         for i, ov in enumerate(row_overlap(shared, fresh).tolist()):
             req = self.req_ids[i] if i < len(self.req_ids) else str(i)
@@ -260,7 +299,12 @@ def install(settings: PluginSettings) -> Recorder:
             rec.write_trace = settings.trace and _is_first_rank()
             rec.counts.compile_mode = compile_mode(self.vllm_config)
             rec.counts.hooks_traced = traced
-            hooked = rec.counts.hooked_layers = 0 if traced else rec.attach(model)
+            # Device counts always (graphs replay them, compilation traces them); hooks only
+            # where they run per call.
+            step = getattr(self, "current_draft_step", None)
+            hooked = rec.counts.hooked_layers = rec.attach(
+                model, eager_hooks=not traced, num_steps=self.num_speculative_steps,
+                step=step if isinstance(step, torch.Tensor) else None)
             logger.info("mtpsim: policy %s, %d MTP sparse-attention layer(s) hooked",
                         settings.policy, hooked)
             rec.flush()
@@ -299,6 +343,7 @@ def install(settings: PluginSettings) -> Recorder:
     def capture(orig: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             rec.in_capture = True
+            rec.set_device_context(served=False)
             try:
                 return orig(self, *args, **kwargs)
             finally:
@@ -314,6 +359,7 @@ def install(settings: PluginSettings) -> Recorder:
             # Profiling, warm-up and DP-sync runs are not served traffic: counted apart.
             rec.in_dummy = (bool(bound.get("dummy_run", False))
                             or _startup_batch(bound.get("input_batch")))
+            rec.set_device_context(served=not rec.in_dummy)
             try:
                 if rec.write_trace and not rec.in_dummy:
                     _record_verify(rec, bound)

@@ -118,6 +118,15 @@ def check_policy(policy: str, result: Result, trace: Trace, k: int) -> list[Smok
     ok, detail = judge_steps(policy, list(steps.get("forwards", [])),
                              list(steps.get("indexer", [])), k)
     add("indexer calls per draft step", ok, detail)
+    served = (c.get("device") or {}).get("served")
+    if served is None:
+        add("device counts = hook counts", False, "no device counts (the plugin found no "
+            "current_draft_step on the speculator)")
+    else:
+        dev = (list(served.get("forwards", [])), list(served.get("indexer", [])))
+        hooks = (list(steps.get("forwards", [])), list(steps.get("indexer", [])))
+        add("device counts = hook counts", dev == hooks,
+            f"forwards/indexer per step: device {dev[0]}/{dev[1]}, hooks {hooks[0]}/{hooks[1]}")
     if policy == "share":
         checked, wrong = c.get("compaction_rows_checked", 0), c.get("compaction_rows_wrong", 0)
         add("compaction ran", checked > 0 and wrong == 0, f"{wrong} wrong of {checked} rows")
