@@ -72,7 +72,7 @@ def point_resources(exp: Any, plan: RealPlan) -> tuple[float, float, str]:
         pp = exp.engine.pp
         if exp.vllm.distributed_executor_backend == "ray":
             return 0.0, 1.0, "vllm.distributed_executor_backend"  # vLLM places its own workers
-        return float(exp.engine.tp * pp), 1.0, "engine.tp"
+        return float(exp.engine.dp * exp.engine.tp * pp), 1.0, "engine.tp"
     gpus = 1.0 if exp.reference.device == "cuda" else 0.0
     return gpus, float(max(1, exp.reference.threads)), "reference.threads"
 
@@ -86,9 +86,10 @@ def check_real(experiment: str, points: Sequence[Point], plan: RealPlan,
         what = f"the point {_label(p)}"
         if plan.engine == "vllm" and exp.vllm.distributed_executor_backend == "ray":
             total = sum(n.gpus for n in cluster)
-            if total < exp.engine.tp * exp.engine.pp:
+            need = exp.engine.dp * exp.engine.tp * exp.engine.pp
+            if total < need:
                 raise UserError(exp.source, "engine.tp", f"expected at most {total:g} GPUs in all "
-                                f"(the cluster's), {what} needs tp x pp = {exp.engine.tp * exp.engine.pp}")
+                                f"(the cluster's), {what} needs dp x tp x pp = {need}")
             continue
         require_room(cluster, gpus, cpus, what, exp.source, field)
     require_engine(cluster, plan.engine, gpu_nodes_only=plan.engine == "vllm")

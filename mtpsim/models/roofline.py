@@ -58,6 +58,7 @@ class CostModel:
     _rates: dict[str, float] = field(init=False, repr=False, compare=False)
     _hbm: float = field(init=False, repr=False, compare=False)
     _floor_us: float = field(init=False, repr=False, compare=False)
+    _dp: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         hw, c = self.exp.hardware, self.exp.calibration
@@ -67,7 +68,7 @@ class CostModel:
                             ("_rates", {d: peak * 1e12 * c.compute_efficiency
                                         for d, peak in peaks.items()}),
                             ("_hbm", hw.hbm_tbps * 1e12 * c.mem_efficiency),
-                            ("_floor_us", hw.kernel_floor_us)):
+                            ("_floor_us", hw.kernel_floor_us), ("_dp", self.exp.engine.dp)):
             object.__setattr__(self, name, value)
 
     # ---- derived constants -------------------------------------------------------------------
@@ -88,8 +89,8 @@ class CostModel:
         return (layers * (p["attn_rep"] + p["attn_sh"] / tp) * b_lin
                 + (m.num_indexer_layers + mtp) * p["indexer"] * b_lin
                 + m.num_dense_layers * p["dense"] / tp * b_lin
-                + moe * ((m.num_routed_experts + m.num_shared_experts) * p["expert"] / tp * b_exp
-                         + p["router"] * 2)
+                + moe * ((m.num_routed_experts / self._dp + m.num_shared_experts) * p["expert"]
+                         / tp * b_exp + p["router"] * 2)
                 + mtp * p["eh_proj"] * b_lin
                 + 2 * p["embed"] / tp * 2)
 
@@ -119,20 +120,56 @@ class CostModel:
         b_exp, b_lin = WEIGHT_BYTES[m.quantization]
         lin_dtype = "bf16" if m.quantization == "bf16" else "fp8"
         exp_dtype = expert_dtype(m.quantization, self.exp.hardware.mxfp4_tflops)
-        e, k = m.num_routed_experts, m.num_experts_per_tok
-        touched = e * (1.0 - (1.0 - k / e) ** tokens)
         lin_params = (n_attn * (p["attn_rep"] + p["attn_sh"] / tp) + n_indexer * p["indexer"]
                       + n_dense * p["dense"] / tp + extra_params)
+        routed_b, routed_tok = self._routed(tokens)
         nbytes = (lin_params * b_lin
-                  + n_moe * ((touched + m.num_shared_experts) * p["expert"] / tp * b_exp
+                  + n_moe * ((routed_b + m.num_shared_experts / tp) * p["expert"] * b_exp
                              + p["router"] * 2))
         flops_time = (2 * tokens * lin_params / self._rate(lin_dtype)
-                      + 2 * tokens * n_moe * (k + m.num_shared_experts) * p["expert"] / tp
+                      + 2 * n_moe * (routed_tok + tokens * m.num_shared_experts / tp) * p["expert"]
                       / self._rate(exp_dtype))
         kernels = (n_attn * KERNELS["attn_gemm"] + n_dense * KERNELS["dense_mlp"]
                    + n_moe * KERNELS["moe"] + n_indexer * KERNELS["indexer_gemm"]
                    + (n_attn + n_dense + n_moe) * KERNELS["norm"])
         return self._roof(nbytes, flops_time, kernels) * (tokens > 0)
+
+    def _routed(self, tokens: Num) -> tuple[Num, Num]:
+        """One GPU's routed-expert work per MoE layer: (experts' worth of weights read, tokens
+        x experts' worth of FLOPs), uniform routing. The MoE layers of all `dp` ranks run as one
+        batch padded to the largest rank's (the simulated rank is the busiest: dp x its tokens;
+        vLLM pads DP batches to the max across ranks). Without EP each of the dp x tp GPUs holds
+        a 1/(dp x tp) slice of every expert (vLLM flattens MoE TP across DP:
+        `model_executor/layers/fused_moe/config.py` `FusedMoEParallelConfig.make`, ~line 1198);
+        with EP it holds e/(dp x tp) whole experts, and the busiest GPU gets
+        `calibration.moe_imbalance` x the mean share of token-expert pairs."""
+        m, tp, dp = self.exp.model, self._tp, self._dp
+        e, k = m.num_routed_experts, m.num_experts_per_tok
+        everyone = dp * tokens
+        touched = e * (1.0 - (1.0 - k / e) ** everyone)
+        if not self.exp.engine.ep:
+            return touched / (tp * dp), everyone * k / (tp * dp)
+        imb = self.exp.calibration.moe_imbalance
+        return touched / (tp * dp), everyone * k / (tp * dp) * imb
+
+    def _moe_comm(self, n_moe: int, tokens: Num) -> Num:
+        """With dp > 1 a MoE layer exchanges tokens instead of all-reducing (vLLM `use_all2all`):
+        with EP, dispatch (fp8) and combine (bf16) of each token's hidden state to its k experts
+        across the dp x tp GPUs; without EP, all-gather and reduce-scatter across the dp ranks.
+        One collective each way per MoE layer, at the group's bandwidth."""
+        e, m, hw, c = self.exp.engine, self.exp.model, self.exp.hardware, self.exp.calibration
+        if e.dp == 1:
+            return 0.0 * tokens
+        g = e.dp * e.tp
+        h = m.hidden_size
+        if e.ep:
+            nbytes = tokens * m.num_experts_per_tok * h * (1 + 2) * (g - 1) / g \
+                * c.moe_imbalance
+        else:
+            nbytes = e.dp * tokens * h * 2 * 2 * (e.dp - 1) / e.dp
+        t = n_moe * (2 * hw.allreduce_latency_us * 1e-6
+                     + nbytes / (hw.group_gbps(g) * 1e9 * c.comm_efficiency))
+        return t * (tokens > 0)
 
     def _attention(self, n_layers: int, keys: Num) -> Num:
         """Sparse MLA: each query reads min(context, top-k) latent entries per layer."""
@@ -152,14 +189,18 @@ class CostModel:
         return self._roof(nbytes, flops / self._rate("fp8"),
                           n_layers * (KERNELS["indexer"] + KERNELS["topk"])) * (pairs > 0)
 
-    def _allreduce(self, n_layers: int, tokens: Num) -> Num:
+    def _allreduce(self, n_layers: int, tokens: Num, n_moe: int = 0) -> Num:
+        """TP all-reduces: after attention and after the MLP of each of `n_layers` layers; with
+        dp > 1 the `n_moe` MoE layers exchange tokens instead (`_moe_comm`)."""
         tp, hw, c = self._tp, self.exp.hardware, self.exp.calibration
+        moe = self._moe_comm(n_moe, tokens) if n_moe else 0.0 * tokens
         if tp == 1:
-            return 0.0 * tokens
+            return moe
+        count = 2 * n_layers - (n_moe if self._dp > 1 else 0)
         nbytes = tokens * self.exp.model.hidden_size * 2 * 2 * (tp - 1) / tp
-        t = 2 * n_layers * (hw.allreduce_latency_us * 1e-6
-                            + nbytes / (hw.group_gbps(tp) * 1e9 * c.comm_efficiency))
-        return t * (tokens > 0)
+        t = count * (hw.allreduce_latency_us * 1e-6
+                     + nbytes / (hw.group_gbps(tp) * 1e9 * c.comm_efficiency))
+        return t * (tokens > 0) + moe
 
     def _head(self, rows: Num) -> Num:
         """Vocab-parallel LM head (bf16) over `rows` positions, then sampling over the vocab."""
@@ -178,7 +219,7 @@ class CostModel:
                             m.num_layers - m.num_dense_layers, m.num_indexer_layers)
                 + self._attention(m.num_layers, keys)
                 + self._indexer(m.num_indexer_layers, pairs, reads)
-                + self._allreduce(m.num_layers, tokens)
+                + self._allreduce(m.num_layers, tokens, m.num_layers - m.num_dense_layers)
                 + self._head(rows))
 
     # ---- one step ----------------------------------------------------------------------------
@@ -209,7 +250,7 @@ class CostModel:
             + self._attention(n_mtp, q * s.decode_keys + s.prefill_keys)
             + (self._indexer(n_mtp, q * s.decode_ctx + s.prefill_pairs,
                              s.decode_ctx + s.prefill_reads) if own_indexer else 0.0)
-            + self._allreduce(n_mtp, d_tok)
+            + self._allreduce(n_mtp, d_tok, n_mtp)
             + self._head(s.num_draft))
         if t.reuses_own_row and np.any(s.num_draft):
             # compact_topk_indices: gather one top-k row per request
@@ -221,7 +262,7 @@ class CostModel:
         if steps and np.any(b):  # every term below is 0 at steps with no drafting request
             rest = steps * (self._gemms(b, n_mtp, 0, n_mtp, 0, n_mtp * self._params()["eh_proj"])
                             + self._attention(n_mtp, s.draft_keys)
-                            + self._allreduce(n_mtp, b) + self._head(b))
+                            + self._allreduce(n_mtp, b, n_mtp) + self._head(b))
             if t.runs_indexer(1):
                 indexer = steps * (self._gemms(b, 0, 0, 0, n_mtp)
                                    + self._indexer(n_mtp, s.draft_ctx, s.draft_ctx))

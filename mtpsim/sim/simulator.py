@@ -33,6 +33,10 @@ from mtpsim.spec import Experiment
 if TYPE_CHECKING:
     from mtpsim.calibration.schema import Calibration
 
+# deployment totals a DP run scales from its simulated rank (the others served as many)
+DP_TOTALS = ("completed", "total_input_tokens", "total_output_tokens", "request_throughput",
+             "output_throughput", "total_token_throughput", "spec_decode_num_drafts",
+             "spec_decode_draft_tokens", "spec_decode_accepted_tokens")
 TAIL_MARGIN, TAIL_SLACK = 1.25, 8  # decode-only steps drawn past the expected first finish
 Progress = Callable[[int, int], None]
 
@@ -57,23 +61,34 @@ class Simulator:
         w_rng = np.random.default_rng(w_seq)
         self.rng = np.random.default_rng(a_seq)
         w = exp.workload
-        self.reqs = RequestTable(
-            draw_lengths(w_rng, w.num_prompts, w.input_len, w.input_len_distribution,
-                         w.input_len_spread),
-            draw_lengths(w_rng, w.num_prompts, w.output_len, w.output_len_distribution,
-                         w.output_len_spread), self.k)
+        n = w.num_prompts
+        inputs = draw_lengths(w_rng, n, w.input_len, w.input_len_distribution, w.input_len_spread)
+        outputs = draw_lengths(w_rng, n, w.output_len, w.output_len_distribution,
+                               w.output_len_spread)
         # per-request acceptance shifts: normal quantiles in random order (stratified), so even
         # a few hundred requests carry the intended spread and no accidental mean shift
-        n = w.num_prompts
         order = w_rng.permutation(n)
         if self.acc.sigma > 0:
             from scipy.special import ndtri  # scipy.special alone costs more than a simulation
 
-            self.shift = self.acc.sigma * ndtri((order + 0.5) / n)
+            shift = self.acc.sigma * ndtri((order + 0.5) / n)
         else:
-            self.shift = np.zeros(n)
-        self.client = Client(send_offsets(n, w.request_rate, w.burstiness, exp.seed),
-                             w.max_concurrency)
+            shift = np.zeros(n)
+        sends, conc = send_offsets(n, w.request_rate, w.burstiness, exp.seed), w.max_concurrency
+        # Data parallelism: dp engines, each with its own scheduler and KV cache, get the
+        # requests round-robin (vLLM 0.33.0 `v1/engine/core_client.py`
+        # `DPLBAsyncMPClient.get_core_engine_for_request`, ~line 1751: "a burst spreads
+        # round-robin"). One rank is simulated, the busiest (every dp-th request from the first:
+        # ceil(n / dp) of them, ceil(concurrency / dp) in flight); its steps are priced with the
+        # MoE batch of all ranks padded to its own, and the totals scaled by dp (`_result`).
+        self.dp = exp.engine.dp
+        if self.dp > 1:
+            mine = np.arange(0, n, self.dp)
+            inputs, outputs, shift, sends = inputs[mine], outputs[mine], shift[mine], sends[mine]
+            conc = None if conc is None else -(-conc // self.dp)
+        self.reqs = RequestTable(inputs, outputs, self.k)
+        self.shift = shift
+        self.client = Client(sends, conc)
         self.kv_size = None  # the KV cache's size (mtpsim.models.memory), when modelled
         e = exp.engine
         if e.scheduler == "reference":  # no token budget; prompts prefilled whole when admitted
@@ -340,6 +355,12 @@ class Simulator:
         metrics = latency_metrics(reqs.input_len, reqs.output_len, send, first, finish, gaps,
                                   counts, duration)
         metrics.update(counters.to_bench_keys())
+        if self.dp > 1:  # the other ranks served as many: the deployment's totals and rates
+            share = self.exp.workload.num_prompts / len(reqs)
+            for key in DP_TOTALS:
+                if key in metrics:
+                    v = metrics[key] * share
+                    metrics[key] = round(v) if isinstance(metrics[key], int) else v
         if k == 0:  # one token per step; no draft tokens, so no acceptance rate
             metrics["spec_decode_acceptance_length"] = 1.0
             del metrics["spec_decode_acceptance_rate"]

@@ -250,6 +250,16 @@ def _check_across_sections(exp: Experiment, source: str,
         return OVERRIDE_SOURCE if (section, key) in overridden else source
 
     m, e, a, c, w = exp.model, exp.engine, exp.acceptance, exp.calibration, exp.workload
+    if e.num_gpus and e.num_gpus != e.dp * e.tp * e.pp:
+        raise SpecError(src("engine", "num_gpus"), "engine.num_gpus",
+                        f"expected engine.dp x engine.tp x engine.pp = {e.dp * e.tp * e.pp} GPUs "
+                        f"(dp x tp = {e.dp * e.tp} must divide them, one engine.pp stage each), "
+                        f"got {e.num_gpus}")
+    if e.ep and e.dp * e.tp == 1:
+        raise SpecError(src("engine", "ep"), "engine.ep",
+                        "expected dp x tp > 1 with expert parallelism (on one GPU every expert "
+                        "is local: vLLM 0.33.0 turns EP off, fused_moe/config.py "
+                        "FusedMoEParallelConfig.make)")
     if m.num_heads % e.tp:
         raise SpecError(src("engine", "tp"), "engine.tp",
                         f"expected a divisor of model.num_heads ({m.num_heads}), got {e.tp}")

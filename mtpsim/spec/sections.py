@@ -95,7 +95,14 @@ class HardwareSpec:
 class EngineSpec:
     """vLLM engine settings the cost and the scheduler depend on."""
 
-    tp: int = option(1, "tensor-parallel size", _pos)
+    tp: int = option(1, "tensor-parallel size (of each data-parallel rank)", _pos)
+    dp: int = option(1, "attention data-parallel ranks (vLLM --data-parallel-size): each an "
+                     "engine with its own scheduler and KV cache; MoE layers span all dp x tp GPUs",
+                     in_range(1, 1024))
+    ep: bool = option(False, "expert parallelism (vLLM --enable-expert-parallel): each of the "
+                      "dp x tp GPUs holds whole experts, tokens go to them by all-to-all")
+    num_gpus: int = option(0, "GPUs of the deployment, checked against dp x tp x pp (0 = that "
+                           "product)", _nonneg)
     max_num_seqs: int = option(256, "requests running at once", _pos)
     max_num_batched_tokens: int = option(8192, "token budget of one engine step", _pos)
     enable_chunked_prefill: bool = option(True, "split long prompts across steps")
@@ -211,6 +218,8 @@ class CalibrationSpec:
     overhead_ms: float = option(1.0, "fixed host/launch cost of every engine step", _nonneg)
     eager_overhead_ms: float = option(2.0, "extra cost of a step that runs outside CUDA graphs",
                                       _nonneg)
+    moe_imbalance: float = option(1.3, "expert parallelism: the busiest GPU's routed tokens over "
+                                  "the mean (1 = uniform routing)", in_range(1, 16))
     fit: tuple[str, ...] = option(("mem_efficiency", "compute_efficiency"),
                                   "factors `mtpsim calibrate` fits", each(one_of(*FITTABLE)))
     fit_policy: str = option("fresh", "policy of the measured row to fit")

@@ -74,6 +74,11 @@ PARAMS: dict[str, Param] = {
         "scale:draft_decode_indexer", 0.0, 1e4, "loguniform(0.5, 16)",
         "assumed, wide: the roofline finds ~41 µs per step; the PR's +0.66 % would need ~0.5 ms",
         calibrated_by_file=True),
+    "moe_imbalance": Param(
+        "calibration.moe_imbalance", 1.0, 16.0, "uniform(1.05, 1.8)",
+        "assumed, wide: the busiest GPU's routed tokens over the mean under expert parallelism "
+        "without EPLB (DeepSeek built EPLB because it is well above 1); drawn only with engine.ep",
+        calibrated_by_file=True, only_with=("engine.ep", (True,))),
     "critical_step_exponent": Param(
         "acceptance.critical_step_exponent", -10.0, 10.0, "fixed",
         "reference-engine fits (docs/simulator.md, transfer); the deepseek-v3.2 preset sets a range",

@@ -21,7 +21,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
                          "target_agreement", "request_sigma", "critical_step_exponent"),
     "draft-step phase timing": ("indexer_cost", "kernel_floor_us"),
     "sharing-off row": ("mem_efficiency", "compute_efficiency", "comm_efficiency",
-                        "overhead_ms", "eager_overhead_ms"),
+                        "overhead_ms", "eager_overhead_ms", "moe_imbalance"),
     "real run at this configuration": ("z_time", "z_time_policy", "z_accept", "z_accept_policy",
                                        "calibration refit"),
 }

@@ -55,6 +55,10 @@ def vllm_serve_argv(exp: Experiment, policy: str, port: int, *, trace: bool = Fa
             "--compilation-config", json.dumps(compilation_config(exp, trace))]
     if e.pp > 1:
         argv += ["--pipeline-parallel-size", str(e.pp)]
+    if e.dp > 1:
+        argv += ["--data-parallel-size", str(e.dp)]
+    if e.ep:
+        argv.append("--enable-expert-parallel")
     if exp.vllm.distributed_executor_backend:
         argv += ["--distributed-executor-backend", exp.vllm.distributed_executor_backend]
     if trace:

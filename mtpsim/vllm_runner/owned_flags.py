@@ -25,6 +25,8 @@ from mtpsim.errors import SpecError
 RUNNER_OWNED: dict[str, str] = {"host": "always 127.0.0.1", "port": "set vllm.port instead",
                                 "speculative_config": "from the policy and speculative.*",
                                 "pipeline_parallel_size": "set engine.pp instead",
+                                "data_parallel_size": "set engine.dp instead",
+                                "enable_expert_parallel": "set engine.ep instead",
                                 "distributed_executor_backend":
                                     "set vllm.distributed_executor_backend instead"}
 _UNSET = object()
