@@ -181,3 +181,18 @@ def test_a_cache_that_cannot_hold_one_request_is_one_line_exit_2(tmp_path):
     assert res.exit_code == 2, res.output
     assert "engine.gpu_memory_utilization: expected a KV cache that holds one request" in res.output
     assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_the_shipped_high_concurrency_experiments_say_whether_the_cache_holds_them():
+    from pathlib import Path
+
+    from mtpsim.spec import load_experiment
+
+    here = Path(__file__).resolve().parents[1] / "experiments" / "high-concurrency"
+    long = load_experiment(here / "h200-tp8-long-prompts.toml", ["workload.num_prompts=400"])
+    res = sim_mod.simulate(long, "fresh")
+    assert res.extra["num_preemptions"] > 0 and res.extra["kv_cache_peak_pct"] == 100.0
+    assert res.extra["median_queue_ms"] > 0
+    sharegpt = load_experiment(here / "h200-tp8-sharegpt.toml")
+    sim = sim_mod.Simulator(sharegpt, "no_mtp")
+    assert sim.sched.kv is None  # 1,000 ShareGPT-like requests fit: nothing to preempt
