@@ -15,7 +15,11 @@ def test_a_delta_interval_that_spans_zero_cannot_tell():
     assert iv.lo < 0 < iv.hi and verdict(iv, "share", "fresh") == "cannot tell"
     assert abs(iv.p_pos - 75 / 101) < 1e-9
     sure = interval(np.linspace(0.5, 3, 101), None, 0.9, delta=True)
-    assert verdict(sure, "share", "fresh") == "share > fresh" and sure.p_pos == 1.0
+    assert verdict(sure, "share", "fresh") == "share better" and sure.p_pos == 1.0
+    assert verdict(sure, "share", "fresh", "median_tpot_ms") == "share worse"  # a longer TPOT
+    tiny = interval(np.linspace(0.01, 0.3, 101), None, 0.9, delta=True, half=0.5)
+    assert verdict(tiny, "share", "fresh") == "no practical difference" and tiny.p_above == 0.0
+    assert verdict(sure, "share", "fresh", k=1) == "same program at k=1"
 
 
 def test_weights_move_the_quantiles_to_the_weighted_draws():

@@ -72,7 +72,7 @@ def advise(
     rows = adv.rows(prob)
     k, p, iv, robust = adv.recommendation(prob)
     doubt = _doubt(adv, prob)
-    verdict = _verdict(adv, prob, doubt)
+    verdict = _verdict(adv, prob, doubt) + [_mc_line(adv, rows)]
     if as_json:
         typer.echo(json.dumps({
             "deployment": str(deployment), "draws": dep.draws, "wall_s": adv.wall_s,
@@ -100,7 +100,7 @@ def _table(adv, rows, prob) -> Table:
               f"[{round(100 * prob)} % interval] over {d.draws} draws", title_justify="left",
               box=box.SIMPLE_HEAD)
     for col in ("k", "policy", "output tok/s", "median TPOT ms", "gain vs best fresh",
-                "P(gain>0)", "gain vs no MTP", "share vs fresh, same k", "P(>0)", "verdict"):
+                "P(gain>0)", "gain vs no MTP", "share vs fresh, same k", "P(>+R)", "verdict"):
         t.add_column(col, justify="left" if col in ("policy", "verdict") else "right")
     for r in rows:
         thr, tpot, g = r["output_throughput"], r["median_tpot_ms"], r["gain_pct"]
@@ -112,10 +112,38 @@ def _table(adv, rows, prob) -> Table:
                   _iv(r["gain_vs_no_mtp_pct"]) if "gain_vs_no_mtp_pct" in r else (
                       "baseline" if r["k"] == 0 else ""),
                   "" if same is None else _iv(same),
-                  "" if same is None else f"{same.p_pos:.2f}",
-                  "" if same is None else ("cannot tell" if same.spans_zero
-                                           else ("share wins" if same.lo > 0 else "fresh wins")))
+                  "" if same is None or r["k"] == 1 else f"{same.p_above:.2f}",
+                  "" if same is None else _same_k_verdict(same, "share", "fresh", "output_throughput",
+                                                          r["k"]))
     return t
+
+
+def _mc_line(adv, rows) -> str:
+    """The Monte Carlo SE of the share-vs-fresh interval ends, against the 0.1-point target."""
+    import math
+
+    from mtpsim.uncertainty.summary import MC_SE_TARGET
+
+    ses = {r["k"]: r["vs_fresh_same_k"].mc_se for r in rows
+           if r.get("vs_fresh_same_k") is not None and r["k"] > 1}
+    if not ses:
+        return f"Monte Carlo: {adv.dep.draws} draws"
+    k, worst = max(ses.items(), key=lambda kv: kv[1])
+    each = ", ".join(f"k={kk} {se:.2f}" for kk, se in sorted(ses.items()))
+    head = (f"Monte Carlo: {adv.dep.draws} draws; MC SE of the share vs fresh interval ends {each} "
+            "points")
+    if worst <= MC_SE_TARGET:
+        return head + f" (target {MC_SE_TARGET}: met)"
+    need = int(math.ceil(adv.dep.draws * (worst / MC_SE_TARGET) ** 2))
+    return head + (f": above the {MC_SE_TARGET} target, so those ends move with the seed (about "
+                   f"{need:,} draws would meet it at k={k}); the verdicts rest on the region of "
+                   "practical equivalence, not on the ends' last digit")
+
+
+def _same_k_verdict(iv, policy: str, base: str, metric: str, k: int) -> str:
+    from mtpsim.uncertainty.summary import verdict as judged
+
+    return judged(iv, policy, base, metric, k)
 
 
 def _iv(iv, unit: str = " %") -> str:

@@ -284,6 +284,10 @@ class UncertaintySpec:
                                     _check_priors)
     interval: float = option(0.9, "central probability of the reported intervals",
                              in_range(0.5, 0.99))
+    rope_timing_pct: float = option(0.5, "region of practical equivalence of a timing delta, "
+                                    "± % (inside it: no practical difference)", _nonneg)
+    rope_acceptance_length: float = option(0.01, "region of practical equivalence of an "
+                                           "acceptance-length delta, ±", _nonneg)
     paired: bool = option(True, "every policy of a draw on the same random numbers (the "
                           "expected effect); false: each its own seed, so a delta carries the "
                           "noise of one A/B run (for scoring against one measured run)")

@@ -30,6 +30,7 @@ from mtpsim.spec.sections import QUANTIZATIONS
 from mtpsim.uncertainty.domain import Domain, extrapolation
 from mtpsim.uncertainty.draws import Draw, plan, run_draw
 from mtpsim.uncertainty.summary import Interval, Spread, adjust, interval
+from mtpsim.verdict import ROPE_TIMING_PCT
 
 VLLM_POLICIES = policies_where(lambda t: t.vllm)  # what vLLM 0.33.0 can run (declared traits)
 # the measured sharing-off rates the acceptance model starts from (experiments/pr47352.toml)
@@ -129,7 +130,7 @@ def load_deployment(path: str | Path) -> Deployment:
             or any(p not in VLLM_POLICIES for p in pols)):
         raise SpecError(src, "advise.policies", "expected a list starting with \"fresh\" of "
                         f"policies vLLM runs ({', '.join(VLLM_POLICIES)}), got {pols!r}")
-    draws = _get(a, "draws", "advise", src, int, 12, check=lambda v: v >= 2,
+    draws = _get(a, "draws", "advise", src, int, 64, check=lambda v: v >= 2,
                  expected="an integer >= 2")
     seed = _get(raw, "seed", "", src, int, 0, check=lambda v: v >= 0, expected="an integer >= 0")
     unc = raw.get("uncertainty", {})
@@ -173,6 +174,11 @@ class Advice:
     notes: dict[tuple[int, int, int], tuple[str, ...]]  # extrapolation notes per cell
     draws: list[Draw]
     wall_s: float = 0.0
+
+    @property
+    def rope_pct(self) -> float:
+        """The region of practical equivalence of a throughput delta, ± % ([uncertainty])."""
+        return float(self.dep.uncertainty.get("rope_timing_pct", ROPE_TIMING_PCT))
 
     def mix(self, k: int, policy: str, metric: str) -> np.ndarray:
         """Per draw: the workload mix's figure for (k, policy); at k = 0 every policy is the one
@@ -234,7 +240,8 @@ class Advice:
                 row["gain_vs_no_mtp_pct"] = interval(self.gain_vs_no_mtp(k, p), None, prob,
                                                      delta=True)
             if k > 0 and p != "fresh":
-                row["vs_fresh_same_k"] = interval(self.share_vs_fresh(k), None, prob, delta=True)
+                row["vs_fresh_same_k"] = interval(self.share_vs_fresh(k), None, prob, delta=True,
+                                                  half=self.rope_pct)
             out.append(row)
         return out
 

@@ -53,8 +53,15 @@ class UncertaintyRun:
 
     def summary(self, which: str = PRIOR) -> dict[str, dict]:
         if which == PRIOR:
-            return summarize(self.values, self.policies, None, self.prob)
-        return summarize(self.conditioned[which], self.policies, self.weights[which], self.prob)
+            return summarize(self.values, self.policies, None, self.prob, self.rope)
+        return summarize(self.conditioned[which], self.policies, self.weights[which], self.prob,
+                         self.rope)
+
+    @property
+    def rope(self):
+        from mtpsim.uncertainty.summary import rope_of
+
+        return rope_of(self.exp.uncertainty)
 
     def best(self) -> str:
         """The most conditioned summary available."""

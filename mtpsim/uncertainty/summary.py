@@ -1,5 +1,7 @@
 """From draws to answers: the discrepancy term, weighted medians and intervals, policy deltas
-with P(delta > 0) and a "cannot tell" verdict when the interval spans 0."""
+with P(delta > 0) and P(delta > +region), and a verdict against the region of practical
+equivalence (mtpsim.verdict): "<policy> better" / "<policy> worse", "no practical difference",
+"cannot tell", or "same program at k=1" for policies that do not differ at the run's k."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import numpy as np
 
 from mtpsim.uncertainty.domain import Extrapolation
 from mtpsim.uncertainty.draws import BENCH_METRICS, EXPECTED_AL, LATENCIES, THROUGHPUTS, Draw
+from mtpsim.verdict import BETTER, WORSE, Rope, higher_is_better, judge, same_program
 
 TIMING = (*THROUGHPUTS, *LATENCIES)  # scale with the timing discrepancy (throughputs inversely)
 PER_TOKEN = tuple(k for k in LATENCIES if "_tpot_" in k)  # follow tokens per step as well
@@ -121,6 +124,9 @@ class Interval:
     lo: float
     hi: float
     p_pos: float = math.nan  # P(value > 0), for deltas
+    p_above: float = math.nan  # P(value > +region of practical equivalence), for deltas
+    half: float = math.nan  # that region's half-width (% for timings, absolute for acceptance)
+    mc_se: float = math.nan  # Monte Carlo SE of the interval's ends (the larger), for deltas
 
     @property
     def half_width(self) -> float:
@@ -131,16 +137,60 @@ class Interval:
         return self.lo < 0 < self.hi
 
     def to_json(self) -> dict[str, float]:
-        return {"median": self.median, "lo": self.lo, "hi": self.hi, "p_pos": self.p_pos}
+        out = {"median": self.median, "lo": self.lo, "hi": self.hi, "p_pos": self.p_pos}
+        if not math.isnan(self.p_above):
+            out.update(p_above_region=self.p_above, region=self.half)
+        if not math.isnan(self.mc_se):
+            out["mc_se"] = self.mc_se
+        return out
 
 
-def interval(x: np.ndarray, w: np.ndarray | None, prob: float, delta: bool = False) -> Interval:
+def interval(x: np.ndarray, w: np.ndarray | None, prob: float, delta: bool = False,
+             half: float = math.nan) -> Interval:
     a = (1 - prob) / 2
-    p = math.nan
+    p = above = math.nan
     if delta:
         ww = np.ones(len(x)) if w is None else np.asarray(w, float)
         p = float(ww[np.asarray(x) > 0].sum() / ww.sum())
-    return Interval(wquantile(x, w, 0.5), wquantile(x, w, a), wquantile(x, w, 1 - a), p)
+        if not math.isnan(half):
+            above = float(ww[np.asarray(x) > half].sum() / ww.sum())
+    se = mc_se(np.asarray(x, float), w, prob) if delta else math.nan
+    return Interval(wquantile(x, w, 0.5), wquantile(x, w, a), wquantile(x, w, 1 - a), p, above, half, se)
+
+
+MC_REPS = 200
+MC_SE_TARGET = 0.1  # points (% for timings): an interval end quoted to 0.1 must be steady to it
+
+
+def mc_se(x: np.ndarray, w: np.ndarray | None, prob: float, reps: int = MC_REPS) -> float:
+    """Monte Carlo SE of the interval's ends: the SD over `reps` bootstrap resamples of the draws
+    (with their weights) of each end, the larger of the two. Seeded: the same draws, the same SE."""
+    n = len(x)
+    if n < 2:
+        return math.nan
+    a = (1 - prob) / 2
+    rng = np.random.default_rng(12345)
+    idx = rng.integers(0, n, (reps, n))
+    ww = np.ones(n) if w is None else np.asarray(w, float)
+    xs, wsel = x[idx], ww[idx]
+    order = np.argsort(xs, axis=1)
+    xs, wsel = np.take_along_axis(xs, order, 1), np.take_along_axis(wsel, order, 1)
+    tot = wsel.sum(1, keepdims=True)
+    ok = tot[:, 0] > 0
+    c = (np.cumsum(wsel, 1) - 0.5 * wsel) / np.where(tot > 0, tot, 1.0)
+    ends = np.array([[np.interp(q, c[i], xs[i]) for q in (a, 1 - a)] for i in np.flatnonzero(ok)])
+    return float(ends.std(0, ddof=1).max()) if len(ends) > 1 else math.nan
+
+
+def region(metric: str, rope: Rope | None = None) -> float:
+    """Half-width of `metric`'s region of practical equivalence in summary units (% / absolute)."""
+    rope = rope or Rope()
+    return rope.acceptance_length if metric in ACCEPTANCE else rope.timing_pct
+
+
+def rope_of(u) -> Rope:
+    """The spec's UncertaintySpec regions as a Rope."""
+    return Rope(timing_pct=u.rope_timing_pct, acceptance_length=u.rope_acceptance_length)
 
 
 def delta_values(values: list[dict[str, dict[str, float]]], policy: str, base: str,
@@ -151,14 +201,18 @@ def delta_values(values: list[dict[str, dict[str, float]]], policy: str, base: s
     return np.array([100 * (v[policy][metric] / v[base][metric] - 1) for v in values])
 
 
-def verdict(iv: Interval, policy: str, base: str) -> str:
-    if iv.spans_zero:
-        return "cannot tell"
-    return f"{policy} {'>' if iv.lo >= 0 else '<'} {base}"
+def verdict(iv: Interval, policy: str, base: str, metric: str = "output_throughput",
+            k: int | None = None) -> str:
+    """The delta's verdict against its region (the interval's own `half`, else the default)."""
+    if k is not None and same_program(policy, base, k):
+        return f"same program at k={k}"
+    half = iv.half if not math.isnan(iv.half) else region(metric)
+    j = judge(iv.lo, iv.hi, half, higher_is_better(metric))
+    return {BETTER: f"{policy} better", WORSE: f"{policy} worse"}.get(j, j)
 
 
 def summarize(values: list[dict[str, dict[str, float]]], policies: tuple[str, ...],
-              w: np.ndarray | None, prob: float) -> dict[str, dict]:
+              w: np.ndarray | None, prob: float, rope: Rope | None = None) -> dict[str, dict]:
     """{"metrics": policy -> metric -> Interval, "deltas": policy -> metric -> Interval}."""
     keys = tuple(m for m in BENCH_METRICS if values and all(m in v[p] for v in values
                                                               for p in policies))
@@ -167,6 +221,7 @@ def summarize(values: list[dict[str, dict[str, float]]], policies: tuple[str, ..
     metrics = {p: {m: interval(np.array([v[p][m] for v in values]), w, prob) for m in keys}
                for p in policies}
     base = policies[0]
-    deltas = {p: {m: interval(delta_values(values, p, base, m), w, prob, delta=True)
+    deltas = {p: {m: interval(delta_values(values, p, base, m), w, prob, delta=True,
+                              half=region(m, rope))
                   for m in keys} for p in policies[1:]}
     return {"metrics": metrics, "deltas": deltas}

@@ -30,7 +30,7 @@ def run_grid(experiment: str, points: Sequence[Any], n: int, jobs: int, out: Pat
             which = run.best()
             rec = {"point_id": point.point_id, "values": point.values, "draws_n": n,
                    "conditioned": which != "prior", "flags": list(run.extrapolation.notes),
-                   "rows": _rows(run.summary(which), run.policies), "run": run.to_json()}
+                   "rows": _rows(run.summary(which), run.policies, run.exp.k), "run": run.to_json()}
             if path is not None:
                 atomic_write_json(path, rec)
         records.append(rec)
@@ -49,7 +49,7 @@ def _load(path: Path | None, n: int) -> dict[str, Any] | None:
     return rec if isinstance(rec, dict) and rec.get("draws_n") == n and "rows" in rec else None
 
 
-def _rows(summary: dict, policies: Sequence[str]) -> list[dict[str, Any]]:
+def _rows(summary: dict, policies: Sequence[str], k: int | None = None) -> list[dict[str, Any]]:
     base = policies[0]
     out = []
     for p in policies:
@@ -59,6 +59,6 @@ def _rows(summary: dict, policies: Sequence[str]) -> list[dict[str, Any]]:
         if p != base:
             d = summary["deltas"][p]["output_throughput"]
             row["throughput_delta_pct"] = d.to_json()
-            row["verdict"] = verdict(d, p, base)
+            row["verdict"] = verdict(d, p, base, "output_throughput", k)
         out.append(row)
     return out

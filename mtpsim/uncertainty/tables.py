@@ -3,6 +3,8 @@ what conditioning did, the sensitivity table and the measurement to make next.""
 
 from __future__ import annotations
 
+import math
+
 from rich import box
 from rich.table import Table
 
@@ -48,10 +50,17 @@ def _delta(iv: Interval, metric: str) -> str:
     return f"{iv.median:+.2f} % [{iv.lo:+.2f}, {iv.hi:+.2f}]"
 
 
+def _se(iv: Interval, metric: str) -> str:
+    if math.isnan(iv.mc_se):
+        return "-"
+    return f"{iv.mc_se:.4f}" if metric == "spec_decode_acceptance_length" else f"{iv.mc_se:.2f}"
+
+
 def intervals_table(run: UncertaintyRun, which: str, metrics: tuple[str, ...] = METRICS) -> Table:
     s = run.summary(which)
     pct = round(100 * run.prob)
-    what = "priors only" if which == PRIOR else f"conditioned on {which}"
+    what = ("priors only" if which == PRIOR else
+            f"conditioned on {which}, {ess(run.weights[which]):.1f} effective")
     flag = " · EXTRAPOLATED" if run.extrapolation.flagged else ""
     n = run.prior_n if which == PRIOR else len(run.draws)
     t = Table(title=f"{run.experiment}: median [{pct} % interval] over {n} draws ({what}){flag}",
@@ -62,14 +71,15 @@ def intervals_table(run: UncertaintyRun, which: str, metrics: tuple[str, ...] = 
     base = run.policies[0]
     for p in run.policies[1:]:
         t.add_column(f"{p} vs {base}", justify="right")
-        t.add_column("P(Δ>0)", justify="right")
+        t.add_column("P(Δ>+R)", justify="right")
+        t.add_column("MC SE", justify="right")
         t.add_column("verdict")
     for m in metrics:
         label, fmt = LABELS[m]
         cells = [_iv(s["metrics"][p][m], fmt) for p in run.policies]
         for p in run.policies[1:]:
             iv = s["deltas"][p][m]
-            cells += [_delta(iv, m), f"{iv.p_pos:.2f}", verdict(iv, p, base)]
+            cells += [_delta(iv, m), f"{iv.p_above:.2f}", _se(iv, m), verdict(iv, p, base, m, run.exp.k)]
         t.add_row(label, *cells)
     return t
 
@@ -138,7 +148,7 @@ def sensitivity_table(run: UncertaintyRun, top: int = 8) -> Table:
 def intervals_groups(run: UncertaintyRun) -> list[int]:
     """Column blocks of the intervals table when it is cut to fit: one per policy, then each
     delta with its P(Δ>0) and verdict."""
-    return [1] * len(run.policies) + [3] * (len(run.policies) - 1)
+    return [1] * len(run.policies) + [4] * (len(run.policies) - 1)
 
 
 def lines(run: UncertaintyRun) -> list[str]:
@@ -165,6 +175,26 @@ def lines(run: UncertaintyRun) -> list[str]:
     out.append(f"measure next: {group} (pins {', '.join(params[:3])}; {share:.2f} of the "
                f"{what} variance):")
     out.append(COMMAND + cmd.removeprefix("mtpsim "))
+    if len(run.policies) > 1:
+        out.append(mc_line(run))
     out.append(f"{len(run.draws)} draws x {len(run.policies)} policies in {run.wall_s:.1f} s wall "
                f"on {run.jobs} worker{'s' if run.jobs > 1 else ''}")
     return out
+
+
+def mc_line(run: UncertaintyRun) -> str:
+    """Whether the quoted delta ends are steady to MC_SE_TARGET, and the draws that would be."""
+    from mtpsim.uncertainty.summary import MC_SE_TARGET
+
+    which = run.best()
+    ivs = [iv for d in run.summary(which)["deltas"].values() for m, iv in d.items()
+           if m in METRICS and m != "spec_decode_acceptance_length" and not math.isnan(iv.mc_se)]
+    worst = max((iv.mc_se for iv in ivs), default=math.nan)
+    eff = run.prior_n if which == PRIOR else ess(run.weights[which])
+    head = (f"Monte Carlo: {len(run.draws)} draws ({eff:.1f} effective, {which}); largest MC SE "
+            f"of a quoted timing-delta end {worst:.2f} points")
+    if worst <= MC_SE_TARGET:
+        return head + f" (target {MC_SE_TARGET}: met)"
+    need = int(math.ceil(len(run.draws) * (worst / MC_SE_TARGET) ** 2 / 32) * 32)
+    return head + (f" > target {MC_SE_TARGET}: ends move by that much with the seed; about "
+                   f"--uncertainty {need} would meet it")
