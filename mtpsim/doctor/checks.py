@@ -101,13 +101,14 @@ def gpus(c: Context) -> Check:
     hw = dataclasses.replace(c.exp.hardware, memory_gib=gib)
     exp = dataclasses.replace(c.exp, hardware=hw)
     try:
-        check_fits(exp)
+        kv = check_fits(exp)
     except UserError as e:
         return Check("gpus", FAIL, f"{what}: the simulator's memory check fails: {e.expected}",
-                     f"more GPUs (engine.tp), or fewer sequences ({e.field})")
+                     f"more GPUs (engine.tp), or shorter requests ({e.field})")
     weights = CostModel(exp, "fresh").weight_bytes_per_gpu() / 2**30
     return Check("gpus", OK, f"{what}; weights {weights:.0f} GiB per GPU at tp={exp.engine.tp} "
-                 "plus the batch's KV cache fit (the simulator's memory check)")
+                 f"fit, with {kv.tokens:,} tokens of KV cache per GPU (the simulator's memory "
+                 "check; a batch beyond it queues and is preempted, as in vLLM)")
 
 
 def vllm(c: Context) -> Check:
