@@ -122,7 +122,7 @@ def simulate(
     """
     from mtpsim.errors import UserError
     from mtpsim.fileio import output_dir, output_file
-    from mtpsim.report import measured_table, phase_table, pr_table, summary_lines
+    from mtpsim.report import measured_table, phase_table, pr_table, prefill_table, summary_lines
     from mtpsim.report.fit import print_table
     from mtpsim.report.titles import setup_title
     from mtpsim.spec.roles import setup_overrides
@@ -204,6 +204,8 @@ def simulate(
     for line in summary_lines(results):
         console.print(line, highlight=False)
     print_table(console, phase_table(results))
+    if calibration is None and not exp.calibration.file:  # a trace fit prices steps otherwise
+        print_table(console, prefill_table(exp, exp.policies[0]))
     from mtpsim.plots import acceptance_terminal
 
     console.print(acceptance_terminal(results))

@@ -16,6 +16,7 @@ consecutive steps (bulk advance), so one call prices many steps at once. Paramet
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +37,16 @@ EAGER_SHARE = {"none": (1.0, 1.0), "piecewise": (0.5, 0.5), "full_decode_only": 
 KERNELS = {"attn_gemm": 5, "dense_mlp": 2, "moe": 4, "indexer_gemm": 2, "attention": 2,
            "indexer": 2, "topk": 1, "norm": 3}
 SAMPLING_KERNELS = 4
+# The top-k over a query's L indexer logits (fp32) is a radix select: 32-bit keys, 8-bit digits,
+# so 4 histogram passes over the row after the logits kernel writes it (assumed; vLLM PR #33680's
+# decode kernel uses "a 5-pass radix selection").
+TOPK_PASSES = 4
+# Bytes each token's hidden state moves per layer outside the GEMMs, in units of hidden_size
+# (bf16): two fused residual-add + RMSNorm passes (read x and residual, write both: 8 each), the
+# activation quantization before the fp8/fp4 GEMMs (3), the MoE combine reading its 8 expert
+# outputs and writing the sum (18), SwiGLU and the small attention-side passes (~3). Assumed
+# from vLLM's DeepSeek forward; it matters for prefill chunks (thousands of tokens), not decode.
+ELEMENTWISE_HIDDEN_BYTES = 40
 
 
 def expert_dtype(quantization: str, mxfp4_tflops: float) -> str:
@@ -59,6 +70,9 @@ class CostModel:
     _hbm: float = field(init=False, repr=False, compare=False)
     _floor_us: float = field(init=False, repr=False, compare=False)
     _dp: int = field(init=False, repr=False, compare=False)
+    _shapes: dict = field(init=False, repr=False, compare=False)
+    _wbytes: dict = field(init=False, repr=False, compare=False)
+    _compute: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         hw, c = self.exp.hardware, self.exp.calibration
@@ -70,6 +84,14 @@ class CostModel:
                             ("_hbm", hw.hbm_tbps * 1e12 * c.mem_efficiency),
                             ("_floor_us", hw.kernel_floor_us), ("_dp", self.exp.engine.dp)):
             object.__setattr__(self, name, value)
+        m = self.exp.model
+        b_exp, b_lin = WEIGHT_BYTES[m.quantization]
+        lin = "bf16" if m.quantization == "bf16" else "fp8"
+        exp_dtype = expert_dtype(m.quantization, hw.mxfp4_tflops)
+        # weight bytes per parameter and tensor rate of each GEMM kind ("expert" is the experts')
+        object.__setattr__(self, "_wbytes", {lin: b_lin, "expert": b_exp})
+        object.__setattr__(self, "_compute", {lin: lin, "expert": exp_dtype})
+        object.__setattr__(self, "_shapes", gemm_shapes(m, self.exp.engine.tp, lin))
 
     # ---- derived constants -------------------------------------------------------------------
     def _params(self) -> dict[str, float]:
@@ -115,24 +137,49 @@ class CostModel:
 
     def _gemms(self, tokens: Num, n_attn: int, n_dense: int, n_moe: int, n_indexer: int,
                extra_params: float = 0.0) -> Num:
-        """Linear layers of a stack over `tokens` tokens; experts touched follow uniform routing."""
-        m, p, tp = self.exp.model, self._params(), self._tp
-        b_exp, b_lin = WEIGHT_BYTES[m.quantization]
-        lin_dtype = "bf16" if m.quantization == "bf16" else "fp8"
-        exp_dtype = expert_dtype(m.quantization, self.exp.hardware.mxfp4_tflops)
-        lin_params = (n_attn * (p["attn_rep"] + p["attn_sh"] / tp) + n_indexer * p["indexer"]
-                      + n_dense * p["dense"] / tp + extra_params)
-        routed_b, routed_tok = self._routed(tokens)
-        nbytes = (lin_params * b_lin
-                  + n_moe * ((routed_b + m.num_shared_experts / tp) * p["expert"] * b_exp
-                             + p["router"] * 2))
-        flops_time = (2 * tokens * lin_params / self._rate(lin_dtype)
-                      + 2 * n_moe * (routed_tok + tokens * m.num_shared_experts / tp) * p["expert"]
-                      / self._rate(exp_dtype))
+        """Linear layers of a stack over `tokens` tokens, each GEMM on its own roofline: its
+        weights, its fp8 (bf16) input and bf16 output rows against HBM, its FLOPs against the
+        tensor rate. A GEMM with a small K (an expert's down projection under TP8: K = 256)
+        writes as many bytes as it multiplies, so it is memory-bound even over thousands of
+        tokens, as DeepGEMM's published shapes show (docs/prefill.md). Experts touched follow
+        uniform routing."""
+        m = self.exp.model
+        g = self._shapes
+        t = 0.0 * tokens
+        if n_attn:
+            t = t + n_attn * self._linears(tokens, g["attn"], 1.0)
+        if n_indexer:
+            t = t + n_indexer * self._linears(tokens, g["indexer"], 1.0)
+        if n_dense:
+            t = t + n_dense * self._linears(tokens, g["dense"], 1.0)
+        if n_moe:
+            shapes, rows, copies = self._routed_gemms(tokens)
+            t = t + n_moe * (self._linears(rows, shapes, copies)
+                             + m.num_shared_experts * self._linears(tokens, g["expert"], 1.0)
+                             + self._roof(self._params()["router"] * 2, 0.0, 0))
+        if extra_params:
+            h = m.hidden_size
+            t = t + self._linears(tokens, ((extra_params / h, h, g["lin"]),), 1.0)
         kernels = (n_attn * KERNELS["attn_gemm"] + n_dense * KERNELS["dense_mlp"]
                    + n_moe * KERNELS["moe"] + n_indexer * KERNELS["indexer_gemm"]
                    + (n_attn + n_dense + n_moe) * KERNELS["norm"])
-        return self._roof(nbytes, flops_time, kernels) * (tokens > 0)
+        floor = kernels * self._floor_us * 1e-6
+        if isinstance(t, np.ndarray):
+            return np.maximum(t, floor) * (tokens > 0)
+        return max(t, floor) * (tokens > 0)
+
+    def _linears(self, rows: Num, shapes: tuple, copies: Num) -> Num:
+        """Sum over `shapes` ((K, N, dtype) per GPU) of one GEMM each over `rows` rows, whose
+        weights are read `copies` times (experts touched; 1 for a dense layer)."""
+        total = 0.0 * rows
+        for kk, nn, dtype in shapes:
+            b_w = self._wbytes[dtype]
+            act = 2.0 if dtype == "bf16" else 1.0
+            t_mem = (copies * kk * nn * b_w + rows * (kk * act + nn * 2.0)) / self._hbm
+            t_flop = 2.0 * rows * kk * nn / self._rate(self._compute[dtype])
+            total = total + (np.maximum(t_mem, t_flop) if isinstance(t_mem, np.ndarray)
+                             or isinstance(t_flop, np.ndarray) else max(t_mem, t_flop))
+        return total
 
     def _routed(self, tokens: Num) -> tuple[Num, Num]:
         """One GPU's routed-expert work per MoE layer: (experts' worth of weights read, tokens
@@ -151,6 +198,23 @@ class CostModel:
             return touched / (tp * dp), everyone * k / (tp * dp)
         imb = self.exp.calibration.moe_imbalance
         return touched / (tp * dp), everyone * k / (tp * dp) * imb
+
+    def _routed_gemms(self, tokens: Num) -> tuple[tuple, Num, Num]:
+        """The routed experts' GEMMs on one GPU as (shapes, rows, weight copies) for `_linears`,
+        the same work as `_routed`: without EP a 1/(dp x tp) slice of every touched expert over
+        all dp ranks' token-expert pairs; with EP whole experts, e/(dp x tp) of them, over the
+        busiest GPU's share of the pairs."""
+        m, tp, dp = self.exp.model, self._tp, self._dp
+        e, k, h, mi = (m.num_routed_experts, m.num_experts_per_tok, m.hidden_size,
+                       m.moe_intermediate_size)
+        everyone = dp * tokens
+        touched = e * (1.0 - (1.0 - k / e) ** everyone)
+        if not self.exp.engine.ep:
+            g = tp * dp
+            return ((h, 2 * mi / g, "expert"), (mi / g, h, "expert")), everyone * k, touched
+        imb = self.exp.calibration.moe_imbalance
+        return (((h, 2 * mi, "expert"), (mi, h, "expert")), everyone * k / (tp * dp) * imb,
+                touched / (tp * dp))
 
     def _moe_comm(self, n_moe: int, tokens: Num) -> Num:
         """With dp > 1 a MoE layer exchanges tokens instead of all-reducing (vLLM `use_all2all`):
@@ -180,14 +244,55 @@ class CostModel:
         return self._roof(nbytes, flops / self._rate("bf16"),
                           n_layers * KERNELS["attention"]) * (keys > 0)
 
+    def _prefill_attention(self, n_layers: int, keys: Num, reads: Num) -> Num:
+        """Sparse MLA over prompt chunks as vLLM 0.33.0 runs it (FlashMLASparseImpl in
+        v1/attention/backends/mla/flashmla_sparse.py). With >= 32 heads per rank the BF16
+        prefill kernel runs on heads padded to a multiple of 64, over the fp8 cache upconverted
+        to a bf16 workspace (the chunk's context read in fp8, written in bf16), each query
+        gathering its top-k bf16 rows (FlashMLA's "640 TFlops" sparse prefill on H800 at 128
+        heads streams those gathers at ~0.8 of HBM bandwidth; at 64 heads they bound it). Below 32 heads
+        (TP8) prompt tokens go through the fp8 decode kernel with the decode batch, heads padded
+        to 64, each query gathering its top-k keys from HBM."""
+        m = self.exp.model
+        heads = m.num_heads / self._tp
+        per_key = 2 * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
+        if heads < 32:
+            padded = 64 if heads <= 64 else 128
+            nbytes = n_layers * keys * m.kv_bytes_per_token
+        else:
+            padded = math.ceil(heads / 64) * 64
+            latent = (m.kv_lora_rank + m.qk_rope_head_dim) * 2
+            nbytes = n_layers * (reads * (m.kv_bytes_per_token + latent) + keys * latent)
+        flops = n_layers * keys * padded * per_key
+        return self._roof(nbytes, flops / self._rate("bf16"),
+                          n_layers * KERNELS["attention"]) * (keys > 0)
+
     def _indexer(self, n_layers: int, pairs: Num, reads: Num) -> Num:
         """Lightning indexer (replicated on every TP rank) + top-k: keys read once per request,
         one fp8 score per head and query-key pair, logits written and read back by top-k."""
         m = self.exp.model
-        nbytes = n_layers * (reads * m.indexer_bytes_per_token + pairs * 4 * 2)
+        nbytes = n_layers * (reads * m.indexer_bytes_per_token + pairs * 4 * (1 + TOPK_PASSES))
         flops = n_layers * pairs * 2 * m.index_n_heads * m.index_head_dim
         return self._roof(nbytes, flops / self._rate("fp8"),
                           n_layers * (KERNELS["indexer"] + KERNELS["topk"])) * (pairs > 0)
+
+    def _row_shards(self) -> int:
+        """TP ranks that split a prefill's indexer rows (vLLM 0.33.0,
+        `tp_prefill_row_sharding_supported` in v1/attention/backends/mla/indexer.py: CUDA, TP > 1,
+        no DCP/PCP, and a cudagraph mode whose mixed batches are not FULL graphs); each rank then
+        scores 1/tp of the prompt's queries and the top-k rows are all-gathered."""
+        tp, mode = self._tp, self.exp.engine.cudagraph_mode
+        return tp if tp > 1 and mode not in ("full",) else 1
+
+    def _topk_gather(self, n_layers: int, rows: Num) -> Num:
+        """All-gather of the row-sharded prefill top-k indices (int32) after each indexer."""
+        tp, hw, c = self._tp, self.exp.hardware, self.exp.calibration
+        if self._row_shards() == 1:
+            return 0.0 * rows
+        nbytes = rows * self.exp.index_topk * 4 * (tp - 1) / tp
+        t = n_layers * (hw.allreduce_latency_us * 1e-6
+                        + nbytes / (hw.group_gbps(tp) * 1e9 * c.comm_efficiency))
+        return t * (rows > 0)
 
     def _allreduce(self, n_layers: int, tokens: Num, n_moe: int = 0) -> Num:
         """TP all-reduces: after attention and after the MLP of each of `n_layers` layers; with
@@ -202,6 +307,12 @@ class CostModel:
                      + nbytes / (hw.group_gbps(tp) * 1e9 * c.comm_efficiency))
         return t * (tokens > 0) + moe
 
+    def _elementwise(self, n_layers: int, tokens: Num) -> Num:
+        """Norms, residual adds, activation quantization and the MoE combine over the tokens'
+        hidden states (memory-bound, replicated on every TP rank)."""
+        nbytes = n_layers * tokens * ELEMENTWISE_HIDDEN_BYTES * self.exp.model.hidden_size
+        return nbytes / self._hbm * (tokens > 0)
+
     def _head(self, rows: Num) -> Num:
         """Vocab-parallel LM head (bf16) over `rows` positions, then sampling over the vocab."""
         m, tp = self.exp.model, self._tp
@@ -213,14 +324,49 @@ class CostModel:
         nbytes = rows * self.exp.model.vocab_size * 4 * 3
         return self._roof(nbytes, 0.0, SAMPLING_KERNELS) * (rows > 0)
 
-    def _target(self, tokens: Num, keys: Num, pairs: Num, reads: Num, rows: Num) -> Num:
+    def _target(self, tokens: Num, keys: Num, pairs: Num, reads: Num, rows: Num,
+                pkeys: Num = 0.0, preads: Num = 0.0) -> Num:
+        """The target over `tokens` tokens: `keys` are the decode queries' sparse-attention
+        keys, `pkeys` / `preads` the prompt chunks' keys and context read."""
         m = self.exp.model
+        attention = self._attention(m.num_layers, keys)
+        if np.any(pkeys):
+            attention = attention + self._prefill_attention(m.num_layers, pkeys, preads)
         return (self._gemms(tokens, m.num_layers, m.num_dense_layers,
                             m.num_layers - m.num_dense_layers, m.num_indexer_layers)
-                + self._attention(m.num_layers, keys)
+                + attention
                 + self._indexer(m.num_indexer_layers, pairs, reads)
                 + self._allreduce(m.num_layers, tokens, m.num_layers - m.num_dense_layers)
+                + self._elementwise(m.num_layers, tokens)
                 + self._head(rows))
+
+    def prefill_parts(self, tokens: int, start: int = 0) -> dict[str, float]:
+        """Seconds per part of one target prefill chunk of `tokens` prompt tokens at positions
+        [start, start + tokens), alone in its step: the breakdown `simulate` tables."""
+        m, tk = self.exp.model, self.exp.index_topk
+        end = start + tokens
+        full = max(0, min(end, tk) - start)  # positions that see fewer than top-k keys
+        keys = (sum(range(start + 1, start + full + 1)) if full else 0) + (tokens - full) * tk
+        pairs = (start + 1 + end) * tokens / 2 / self._row_shards()
+        n_moe = m.num_layers - m.num_dense_layers
+        linear = self._gemms(tokens, m.num_layers, m.num_dense_layers, 0, m.num_indexer_layers)
+        moe = self._gemms(tokens, 0, 0, n_moe, 0)
+        logits = self._roof(m.num_indexer_layers * (end * m.indexer_bytes_per_token + pairs * 4),
+                            m.num_indexer_layers * pairs * 2 * m.index_n_heads * m.index_head_dim
+                            / self._rate("fp8"), m.num_indexer_layers * KERNELS["indexer"])
+        topk = self._roof(m.num_indexer_layers * pairs * 4 * TOPK_PASSES, 0.0,
+                          m.num_indexer_layers * KERNELS["topk"])
+        return {"linear layers (attention projections, dense MLP, indexer)": linear,
+                "MoE experts (grouped GEMMs)": moe,
+                "sparse MLA attention": self._prefill_attention(m.num_layers, keys, end),
+                "indexer logits (q·k over all earlier keys)": logits,
+                "top-k selection": topk,
+                "TP all-reduce + top-k all-gather": (self._allreduce(m.num_layers, tokens)
+                                                     + self._topk_gather(m.num_indexer_layers,
+                                                                         tokens)),
+                "norms, residuals, quantization, MoE combine": self._elementwise(m.num_layers,
+                                                                                  tokens),
+                "LM head + sampling (last chunk)": self._head(1)}
 
     # ---- one step ----------------------------------------------------------------------------
     def step(self, s: StepShape) -> dict[str, np.ndarray]:
@@ -233,11 +379,14 @@ class CostModel:
         # target forward: verification of k+1 tokens per decoding request, plus prompt chunks
         v_tok = s.num_decode * q
         verify = self._target(v_tok, q * s.decode_keys, q * s.decode_ctx, s.decode_ctx, v_tok)
+        shards = self._row_shards()
         if np.any(s.prefill_tokens):  # exactly 0 at steps without prefill (x + 0 == x)
-            both = self._target(v_tok + s.prefill_tokens, q * s.decode_keys + s.prefill_keys,
-                                q * s.decode_ctx + s.prefill_pairs,
-                                s.decode_ctx + s.prefill_reads, v_tok + s.prefill_done)
-            prefill = both - verify
+            both = self._target(v_tok + s.prefill_tokens, q * s.decode_keys,
+                                q * s.decode_ctx + s.prefill_pairs / shards,
+                                s.decode_ctx + s.prefill_reads, v_tok + s.prefill_done,
+                                s.prefill_keys, s.prefill_reads)
+            prefill = (both - verify
+                       + self._topk_gather(m.num_indexer_layers, s.prefill_tokens))
         else:
             prefill = 0.0 * verify
         if k == 0:  # plain decoding: no MTP layer runs, only the target and its sampling
@@ -247,9 +396,12 @@ class CostModel:
         draft_prefill = (
             self._gemms(d_tok, n_mtp, 0, n_mtp, n_mtp if own_indexer else 0,
                         n_mtp * self._params()["eh_proj"])
-            + self._attention(n_mtp, q * s.decode_keys + s.prefill_keys)
-            + (self._indexer(n_mtp, q * s.decode_ctx + s.prefill_pairs,
-                             s.decode_ctx + s.prefill_reads) if own_indexer else 0.0)
+            + self._attention(n_mtp, q * s.decode_keys)
+            + (self._prefill_attention(n_mtp, s.prefill_keys, s.prefill_reads)
+               if np.any(s.prefill_keys) else 0.0)
+            + (self._indexer(n_mtp, q * s.decode_ctx + s.prefill_pairs / shards,
+                             s.decode_ctx + s.prefill_reads)
+               + self._topk_gather(n_mtp, s.prefill_tokens) if own_indexer else 0.0)
             + self._allreduce(n_mtp, d_tok, n_mtp)
             + self._head(s.num_draft))
         if t.reuses_own_row and np.any(s.num_draft):
@@ -292,6 +444,25 @@ class CostModel:
         if not sizes:
             return {name: np.float64(v) for name, v in out.items()}
         return {name: np.broadcast_to(np.asarray(v, float), sizes[0]) for name, v in out.items()}
+
+
+def gemm_shapes(m: ModelSpec, tp: int, lin: str) -> dict[str, tuple]:
+    """(K, N, kind) of each GEMM of one layer on one GPU under tensor parallelism `tp`: MLA's
+    down projections and the indexer are replicated, the head-sharded projections and the
+    (experts') MLPs are split `tp` ways. Their parameters add up to `_model_params`."""
+    h, nh = m.hidden_size, m.num_heads
+    mi, inter = m.moe_intermediate_size, m.intermediate_size
+    return {
+        "lin": lin,
+        "attn": ((h, m.q_lora_rank, lin), (h, m.kv_lora_rank + m.qk_rope_head_dim, lin),
+                 (m.q_lora_rank, nh * (m.qk_nope_head_dim + m.qk_rope_head_dim) / tp, lin),
+                 (m.kv_lora_rank, nh * (m.qk_nope_head_dim + m.v_head_dim) / tp, lin),
+                 (nh * m.v_head_dim / tp, h, lin)),
+        "indexer": ((m.q_lora_rank, m.index_n_heads * m.index_head_dim, lin),
+                    (h, m.index_head_dim, lin), (h, m.index_n_heads, lin)),
+        "dense": ((h, 2 * inter / tp, lin), (inter / tp, h, lin)),
+        "expert": ((h, 2 * mi / tp, "expert"), (mi / tp, h, "expert")),
+    }
 
 
 @functools.lru_cache(maxsize=16)

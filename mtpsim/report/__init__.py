@@ -7,7 +7,9 @@ from mtpsim.report.tables import (
     measured_table,
     phase_table,
     pr_table,
+    prefill_table,
     summary_lines,
 )
 
-__all__ = ["PR_ROWS", "fit_table", "measured_table", "phase_table", "pr_table", "summary_lines"]
+__all__ = ["PR_ROWS", "fit_table", "measured_table", "phase_table", "prefill_table", "pr_table",
+           "summary_lines"]

@@ -102,6 +102,31 @@ def phase_table(results: Mapping[str, Result]) -> Table:
     return t
 
 
+def prefill_table(exp: Any, policy: str) -> Table:
+    """The roofline's target prefill of one prompt of `workload.input_len` tokens alone on the
+    engine (bs1), chunked at `max_num_batched_tokens`: ms per part, summed over the chunks."""
+    from mtpsim.models.roofline import CostModel
+
+    cost = CostModel(exp, policy)
+    n, chunk = int(exp.workload.input_len), exp.engine.max_num_batched_tokens
+    parts: dict[str, float] = {}
+    for start in range(0, n, chunk):
+        for name, sec in cost.prefill_parts(min(chunk, n - start), start).items():
+            if name.startswith("LM head") and start + chunk < n:
+                continue
+            parts[name] = parts.get(name, 0.0) + float(sec)
+    chunks = -(-n // chunk)
+    t = Table(title=f"Target prefill of one {n:,}-token prompt alone ({chunks} chunk"
+              f"{'s' if chunks > 1 else ''} of <= {chunk:,}; ms, roofline)", title_justify="left")
+    t.add_column("Part")
+    t.add_column("ms (share)", justify="right")
+    total = sum(parts.values())
+    for name, sec in parts.items():
+        t.add_row(name, f"{1e3 * sec:.1f} ({100 * sec / total:.0f} %)")
+    t.add_row("total (per-step overhead and MTP draft prefill not included)", f"{1e3 * total:.1f}")
+    return t
+
+
 def step_total_ms(res: Result) -> float:
     return 1e3 * sum(res.phases.get(p, 0.0) for p in PHASES)
 

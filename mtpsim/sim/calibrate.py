@@ -79,8 +79,11 @@ def calibrate(exp: Experiment) -> Fit:
         r = run(x)
         return np.array([float(r.metrics[m]) / v - 1.0 for m, v in measured.items()])
 
-    sol = least_squares(residuals, x0, bounds=(lo, hi), diff_step=0.02, xtol=1e-4, ftol=1e-6,
-                        max_nfev=60)
+    # Searched as u = x - lo (>= 0): scipy's relative finite-difference step is ~1e-8 at x = 0
+    # (a factor of exactly 1), too small to move a simulated metric, which ended fits there.
+    sol = least_squares(lambda u: residuals(u + lo), x0 - lo, bounds=(0.0 * lo, hi - lo),
+                        diff_step=0.02, xtol=1e-4, ftol=1e-6, max_nfev=60)
+    sol.x = sol.x + lo
     after = {n: float(v) for n, v in zip(names, np.exp(sol.x), strict=True)}
     best = run(sol.x)
     sv = np.linalg.svd(np.atleast_2d(sol.jac), compute_uv=False)

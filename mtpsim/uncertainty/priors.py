@@ -72,7 +72,7 @@ PARAMS: dict[str, Param] = {
         calibrated_by_file=True),
     "indexer_cost": Param(
         "scale:draft_decode_indexer", 0.0, 1e4, "loguniform(0.5, 16)",
-        "assumed, wide: the roofline finds ~41 µs per step; the PR's +0.66 % would need ~0.5 ms",
+        "assumed, wide: the roofline finds ~36 µs per step; the PR's +0.66 % would need ~0.5 ms",
         calibrated_by_file=True),
     "moe_imbalance": Param(
         "calibration.moe_imbalance", 1.0, 16.0, "uniform(1.05, 1.8)",
