@@ -33,6 +33,7 @@ ROW_METRICS = ("request_throughput", "output_throughput", "total_token_throughpu
                "median_ttft_ms", "median_tpot_ms", "p90_tpot_ms", "median_itl_ms",
                "spec_decode_acceptance_length", "spec_decode_acceptance_rate",
                "spec_decode_num_drafts", "spec_decode_per_position_acceptance_rates", "duration")
+ROW_EXTRA = ("num_preemptions", "mean_queue_ms")  # the KV cache's effect (docs/simulator.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +220,8 @@ def run_point(experiment: ExperimentRef, point: Point, out: Path | None) -> dict
     for policy in exp.policies:
         res = simulate(exp, policy)
         results[policy] = {
-            "metrics": {k: res.metrics[k] for k in ROW_METRICS if k in res.metrics},
+            "metrics": {**{k: res.metrics[k] for k in ROW_METRICS if k in res.metrics},
+                        **{k: res.extra[k] for k in ROW_EXTRA if k in res.extra}},
             "phases": res.phases,
             "step_saving_vs_fresh_s": res.extra.get("step_saving_vs_fresh_s")}
     rec = {"format": FORMAT, "version": VERSION, "point_id": point.point_id,

@@ -146,8 +146,7 @@ class Simulator:
         longest = int(need.argmax())
         check_holds_one(exp, size, float(request_tokens(exp, reqs.input_len[longest],
                                                          reqs.output_len[longest])))
-        w = exp.workload
-        in_flight = min(exp.engine.max_num_seqs, w.max_concurrency or len(reqs), len(reqs))
+        in_flight = min(exp.engine.max_num_seqs, self.client.limit, len(reqs))
         if np.sort(need)[-in_flight:].sum() <= size.blocks:
             return None
         return KvCache(size.blocks, size.block_size, exp.k)
@@ -391,7 +390,9 @@ class Simulator:
                   "median_queue_ms": 1e3 * float(np.median(queue_s)),
                   # KV cache per engine (tokens); peak share held; null: it never constrained
                   "kv_cache_tokens": None if size is None else size.tokens,
-                  "kv_cache_peak_pct": None if kv is None else 100.0 * kv.peak / kv.blocks}
+                  "kv_cache_peak_pct": None if kv is None else 100.0 * kv.peak / kv.blocks,
+                  # dp > 1: the records and latencies are one rank's, the busiest
+                  "dp_ranks": self.dp, "rank_requests": len(reqs)}
         return Result(
             mode="simulate", policy=self.policy, metrics=metrics, requests=records,
             seed=self.exp.seed, experiment=self.exp.source,
