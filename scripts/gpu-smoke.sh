@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# The first hour on one GPU node (one H200, no model hub), in one bounded run:
+#
+#   OUT=/path/to/results bash scripts/gpu-smoke.sh
+#
+# 1. machine facts          -> $OUT/facts.txt
+# 2. a venv                 (uv where available, else python3 -m venv)
+# 3. vllm==0.33.0, cuda-toolkit[nvcc,cccl]==13.0.3 (nvcc for DeepGEMM's JIT) and this project
+# 4. a toolchain probe      -> $OUT/toolchain.json: torch sees CUDA, nvcc builds an sm_90a
+#                              cubin, DeepGEMM imports
+# 5. mtpsim doctor --smoke --json          -> $OUT/doctor.out
+# 6. the smoke, share then fresh           -> $OUT/smoke-share/, $OUT/smoke-fresh/
+# 7. the reference engine on CUDA: lossless check and per-phase timings at 8K/32K/64K, top-k
+#    2048, both policies                   -> $OUT/reference/reference.json
+#
+# Every part runs under `timeout`, bounded by what is left of GPU_SMOKE_BUDGET_S (540 s: the
+# run ends inside 9 minutes); each writes $OUT/<part>.out and .err as it goes, and
+# $OUT/gpu-smoke.log says what started, ended, timed out or was skipped and why, so a run cut
+# short still leaves its files. Exit 0 only if every part passed.
+#
+# Environment: OUT (required); GPU_SMOKE_BUDGET_S; GPU_SMOKE_VENV (default
+# ${TMPDIR:-/tmp}/mtpsim-gpu-smoke-venv; an existing one is reused); GPU_SMOKE_PYTHON (the
+# Python for the venv without uv, default python3); GPU_SMOKE_CONTEXTS (reference contexts,
+# default "8192 32768 65536"). Nothing here is evaluated as shell code: values are passed as
+# single arguments.
+set -u -o pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=${OUT:?set OUT to the folder for the results}
+BUDGET_S=${GPU_SMOKE_BUDGET_S:-540}
+RESERVE_S=20  # a killed part's 5 s grace, the package list and the summary
+VENV=${GPU_SMOKE_VENV:-${TMPDIR:-/tmp}/mtpsim-gpu-smoke-venv}
+BASE_PYTHON=${GPU_SMOKE_PYTHON:-python3}
+read -r -a CONTEXTS <<< "${GPU_SMOKE_CONTEXTS:-8192 32768 65536}"
+VPY="$VENV/bin/python"
+START=$(date +%s)
+mkdir -p "$OUT"
+LOG="$OUT/gpu-smoke.log"
+SUMMARY="$OUT/summary.txt"
+: > "$LOG"
+: > "$SUMMARY"
+FAILED=0
+export HF_HUB_OFFLINE=1  # no model hub: the smoke model is written locally, nothing is fetched
+export PYTHONUNBUFFERED=1
+
+elapsed() { echo $(( $(date +%s) - START )); }
+left() { echo $(( BUDGET_S - RESERVE_S - $(elapsed) )); }
+log() { printf '%s +%ss %s\n' "$(date -u +%H:%M:%S)" "$(elapsed)" "$*" | tee -a "$LOG"; }
+note() { printf '%-14s %s\n' "$1" "$2" >> "$SUMMARY"; }
+skip() { log "SKIP $1: $2"; note "$1" "SKIP ($2)"; }
+
+# part NAME CAP_S NEED_S -- COMMAND...: run COMMAND bounded by min(CAP_S, time left); skipped
+# when less than NEED_S is left. stdout -> $OUT/NAME.out, stderr -> $OUT/NAME.err.
+part() {
+    local name=$1 cap=$2 need=$3 rc l t
+    shift 4
+    l=$(left)
+    if (( l < need )); then
+        skip "$name" "$(( l > 0 ? l : 0 ))s left of the ${BUDGET_S}s budget, it needs at least ${need}s"
+        FAILED=1
+        return 3
+    fi
+    t=$(( cap < l ? cap : l ))
+    log "START $name (at most ${t}s): $*"
+    timeout --kill-after=5 "$t" "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"
+    rc=$?
+    if (( rc == 124 || rc == 137 )); then
+        log "TIMEOUT $name after ${t}s (what it wrote: $name.out, $name.err)"
+        note "$name" "TIMEOUT after ${t}s"
+        FAILED=1
+    elif (( rc == 0 )); then
+        log "OK $name"
+        note "$name" "OK"
+    else
+        log "FAIL $name: exit $rc (see $name.out, $name.err)"
+        note "$name" "FAIL (exit $rc)"
+        FAILED=1
+    fi
+    return "$rc"
+}
+
+facts() {
+    local c
+    date -u
+    uname -a
+    echo "cores: $(nproc)"
+    free -g 2>&1
+    df -h "$OUT" "$(dirname "$VENV")" 2>&1
+    for c in nvidia-smi uv gcc g++ nvcc "$BASE_PYTHON"; do
+        printf '%s: %s\n' "$c" "$(command -v "$c" || echo 'not found')"
+    done
+    timeout 20 nvidia-smi 2>&1
+    timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap \
+        --format=csv 2>&1
+    timeout 10 gcc --version 2>&1 | head -1
+    timeout 10 "$BASE_PYTHON" --version 2>&1
+}
+
+# The toolchain probe (fixed code, saved as $OUT/toolchain-probe.py; OUT comes in as an argument): torch and CUDA, an sm_90a
+# cubin from nvcc as DeepGEMM's JIT would call it, DeepGEMM's import. Exit 0 iff torch sees CUDA.
+read -r -d '' PROBE <<'PY'
+import json, os, pathlib, subprocess, sys, tempfile
+out = pathlib.Path(sys.argv[1])
+facts = {}
+try:
+    import torch
+    facts["torch"] = torch.__version__
+    facts["torch_cuda"] = torch.version.cuda
+    facts["cuda_available"] = bool(torch.cuda.is_available())
+    if facts["cuda_available"]:
+        p = torch.cuda.get_device_properties(0)
+        facts["gpu"] = {"name": p.name, "capability": [p.major, p.minor],
+                        "memory_gib": round(p.total_memory / 2**30, 1)}
+except Exception as e:
+    facts["torch_error"] = f"{type(e).__name__}: {e}"
+    facts["cuda_available"] = False
+home = os.environ.get("CUDA_HOME", "")
+nvcc = os.path.join(home, "bin", "nvcc") if home else "nvcc"
+with tempfile.TemporaryDirectory() as d:
+    src = pathlib.Path(d, "probe.cu")
+    src.write_text("extern \"C\" __global__ void probe(float *x) { x[threadIdx.x] += 1.0f; }\n")
+    try:
+        r = subprocess.run([nvcc, "-arch=sm_90a", "-cubin", "-o", str(pathlib.Path(d, "probe.cubin")),
+                            str(src)], capture_output=True, text=True, timeout=120)
+        ok = r.returncode == 0 and pathlib.Path(d, "probe.cubin").stat().st_size > 0
+        facts["nvcc_sm90a_cubin"] = {"ok": ok, "nvcc": nvcc, "output": (r.stdout + r.stderr)[-2000:]}
+    except Exception as e:
+        facts["nvcc_sm90a_cubin"] = {"ok": False, "nvcc": nvcc, "output": f"{type(e).__name__}: {e}"}
+for name in ("deep_gemm", "vllm.third_party.deep_gemm"):
+    try:
+        __import__(name)
+        facts["deepgemm"] = {"ok": True, "module": name}
+        break
+    except Exception as e:
+        facts.setdefault("deepgemm_errors", []).append(f"{name}: {type(e).__name__}: {e}")
+else:
+    facts["deepgemm"] = {"ok": False}
+(out / "toolchain.json").write_text(json.dumps(facts, indent=2))
+print(json.dumps(facts))
+sys.exit(0 if facts["cuda_available"] else 1)
+PY
+
+log "gpu-smoke: budget ${BUDGET_S}s, results in $OUT, venv $VENV"
+
+# 1. machine facts
+facts > "$OUT/facts.txt" 2>&1
+log "facts written: facts.txt"
+note facts "OK"
+
+# 2. venv, 3. install
+if [[ -x "$VPY" ]]; then
+    log "venv $VENV exists: reused"
+    note venv "OK (reused)"
+elif command -v uv > /dev/null; then
+    part venv 120 10 -- uv venv --python 3.12 "$VENV"
+else
+    part venv 120 10 -- "$BASE_PYTHON" -m venv "$VENV"
+fi
+PACKAGES=("vllm==0.33.0" "cuda-toolkit[nvcc,cccl]==13.0.3" -e "$REPO")
+if [[ ! -x "$VPY" ]]; then
+    skip install "no venv Python at $VPY"
+    FAILED=1
+elif command -v uv > /dev/null; then
+    part install 330 60 -- uv pip install --python "$VPY" "${PACKAGES[@]}"
+else
+    part install 330 60 -- "$VPY" -m pip install "${PACKAGES[@]}"
+fi
+
+# nvcc from the cuda-toolkit wheel, where DeepGEMM's JIT finds it: through CUDA_HOME.
+NVCC=$(find "$VENV" -path '*/bin/nvcc' -type f 2> /dev/null | head -n 1)
+if [[ -n "$NVCC" ]]; then
+    CUDA_HOME=$(dirname "$(dirname "$NVCC")")
+    export CUDA_HOME
+    export PATH="$CUDA_HOME/bin:$PATH"
+    log "CUDA_HOME=$CUDA_HOME (the venv's nvcc)"
+else
+    log "no nvcc in the venv; CUDA_HOME stays ${CUDA_HOME:-unset} (doctor says where it looked)"
+fi
+
+# 4. toolchain probe
+CUDA_OK=0
+if [[ -x "$VPY" ]]; then
+    printf '%s\n' "$PROBE" > "$OUT/toolchain-probe.py"
+    part toolchain 150 20 -- "$VPY" "$OUT/toolchain-probe.py" "$OUT" && CUDA_OK=1
+else
+    skip toolchain "no venv Python"
+fi
+
+# 5. doctor
+if [[ -x "$VPY" ]]; then
+    part doctor 90 10 -- "$VPY" -m mtpsim doctor --smoke --json
+else
+    skip doctor "no venv Python"
+fi
+
+# 6. the smoke: share first (the policy under test), then fresh
+for policy in share fresh; do
+    if (( CUDA_OK == 0 )); then
+        skip "smoke-$policy" "torch sees no CUDA device (toolchain probe), so vLLM cannot serve"
+        FAILED=1
+        continue
+    fi
+    part "smoke-$policy" 240 90 -- "$VPY" -m mtpsim run-real "$REPO/experiments/smoke-h200.toml" \
+        --engine vllm --smoke --set "policies=[\"$policy\"]" --out "$OUT/smoke-$policy"
+done
+
+# 7. the reference engine on CUDA
+if (( CUDA_OK == 0 )); then
+    skip reference "torch sees no CUDA device (toolchain probe)"
+    FAILED=1
+else
+    part reference 600 30 -- "$VPY" -m mtpsim.vllm_runner.smoke_reference --device cuda \
+        --contexts "${CONTEXTS[@]}" --topk 2048 --out "$OUT/reference"
+fi
+
+if [[ -x "$VPY" ]] && command -v uv > /dev/null; then
+    timeout 10 uv pip freeze --python "$VPY" > "$OUT/packages.txt" 2>&1
+elif [[ -x "$VPY" ]]; then
+    timeout 10 "$VPY" -m pip freeze > "$OUT/packages.txt" 2>&1
+fi
+log "done in $(elapsed)s of ${BUDGET_S}s; summary:"
+tee -a "$LOG" < "$SUMMARY"
+exit "$FAILED"

@@ -1,0 +1,160 @@
+"""scripts/gpu-smoke.sh run here with the GPU parts faked by commands on PATH (uv, nvidia-smi,
+the venv's Python, nvcc): every step is logged under $OUT in order with the exact packages and
+arguments, CUDA_HOME points at the venv's nvcc, the real `mtpsim doctor --smoke --json` writes
+its JSON; a part that runs long is cut at the budget and the rest are skipped with a reason, so
+the whole run ends inside its budget; without CUDA the GPU parts are skipped cleanly."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow  # runs the script and real doctor processes
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "gpu-smoke.sh"
+
+FAKE_UV = """#!/bin/bash
+echo "uv $*" >> "$FAKE_LOG"
+if [ "$1" = venv ]; then
+    dir="${@: -1}"
+    mkdir -p "$dir/bin"
+    cp "$FAKE_PYTHON_SRC" "$dir/bin/python"
+    chmod +x "$dir/bin/python"
+elif [ "$1 $2" = "pip install" ]; then
+    py="$4"
+    home="$(dirname "$(dirname "$py")")/lib/python3.12/site-packages/nvidia/cu13"
+    mkdir -p "$home/bin"
+    cp "$FAKE_NVCC_SRC" "$home/bin/nvcc"
+    chmod +x "$home/bin/nvcc"
+    sleep "${FAKE_INSTALL_S:-0}"
+elif [ "$1 $2" = "pip freeze" ]; then
+    echo "vllm==0.33.0"
+fi
+"""
+
+FAKE_NVCC = """#!/bin/bash
+echo "nvcc $*" >> "$FAKE_LOG"
+if [ "$1" = --version ]; then echo "Cuda compilation tools, release 13.0, V13.0.88"; exit 0; fi
+while [ $# -gt 0 ]; do if [ "$1" = -o ]; then echo cubin > "$2"; fi; shift; done
+"""
+
+FAKE_SMI = """#!/bin/bash
+echo "nvidia-smi $*" >> "$FAKE_LOG"
+echo "NVIDIA H200, 580.65.06, 143771 MiB, 9.0"
+"""
+
+# The venv's Python: the probe and the GPU runs are faked; doctor runs for real.
+FAKE_PYTHON = """#!/bin/bash
+echo "python CUDA_HOME=${CUDA_HOME:-} $*" >> "$FAKE_LOG"
+if [ "$(basename "$1")" = toolchain-probe.py ]; then
+    echo '{"cuda_available": true}' > "$2/toolchain.json"
+    [ "${FAKE_CUDA:-1}" = 1 ]; exit $?
+fi
+if [ "$1 $2 $3" = "-m mtpsim doctor" ]; then
+    exec "$REAL_PYTHON" "$@"
+fi
+out="${@: -1}"
+mkdir -p "$out"
+echo "started" > "$out/started.txt"
+sleep "${FAKE_RUN_S:-0}"
+echo '{"ok": true}' > "$out/result.json"
+"""
+
+
+def _fakes(tmp: Path) -> dict[str, str]:
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    for name, text in (("uv", FAKE_UV), ("nvidia-smi", FAKE_SMI)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    (tmp / "python.src").write_text(FAKE_PYTHON)
+    (tmp / "nvcc.src").write_text(FAKE_NVCC)
+    path = [str(bin_dir)] + [d for d in os.environ["PATH"].split(os.pathsep)
+                             if not (Path(d) / "nvcc").exists()]  # no real nvcc: only the venv's
+    return {**os.environ, "PATH": os.pathsep.join(path), "OUT": str(tmp / "out"),
+            "GPU_SMOKE_VENV": str(tmp / "venv"), "FAKE_LOG": str(tmp / "calls.log"),
+            "FAKE_PYTHON_SRC": str(tmp / "python.src"), "FAKE_NVCC_SRC": str(tmp / "nvcc.src"),
+            "REAL_PYTHON": sys.executable, "PYTHONPATH": str(ROOT), "CUDA_HOME": "",
+            "GPU_SMOKE_CONTEXTS": "8192 32768"}
+
+
+def _run(env: dict[str, str], **extra: str) -> tuple[subprocess.CompletedProcess, float]:
+    t0 = time.monotonic()
+    res = subprocess.run(["bash", str(SCRIPT)], env={**env, **extra}, capture_output=True,
+                         text=True, timeout=300, check=False, cwd=ROOT)
+    return res, time.monotonic() - t0
+
+
+def _summary(out: Path) -> dict[str, str]:
+    rows = (line.split(None, 1) for line in (out / "summary.txt").read_text().splitlines())
+    return {r[0]: r[1] for r in rows}
+
+
+def test_every_step_runs_in_order_and_is_logged_under_out(tmp_path):
+    env = _fakes(tmp_path)
+    res, _ = _run(env, GPU_SMOKE_BUDGET_S="200")
+    out = tmp_path / "out"
+    summary = _summary(out)
+    assert list(summary) == ["facts", "venv", "install", "toolchain", "doctor", "smoke-share",
+                             "smoke-fresh", "reference"], summary
+    assert summary["doctor"] == "FAIL (exit 1)"  # the real doctor on this GPU-less machine
+    assert all(summary[p] == "OK" for p in ("facts", "venv", "install", "toolchain",
+                                            "smoke-share", "smoke-fresh", "reference"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "NVIDIA H200, 580.65.06" in (out / "facts.txt").read_text()
+    doctor = json.loads((out / "doctor.out").read_text())
+    assert doctor["mode"] == "smoke" and doctor["ok"] is False
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    venv = tmp_path / "venv"
+    install = next(c for c in calls if c.startswith("uv pip install"))
+    assert install == (f"uv pip install --python {venv}/bin/python vllm==0.33.0 "
+                       f"cuda-toolkit[nvcc,cccl]==13.0.3 -e {ROOT}")
+    home = venv / "lib" / "python3.12" / "site-packages" / "nvidia" / "cu13"
+    runs = [c for c in calls if c.startswith("python ")]
+    assert all(f"CUDA_HOME={home} " in c for c in runs)  # DeepGEMM's JIT finds the venv's nvcc
+    smoke = [c for c in runs if "run-real" in c]
+    assert [c.split("policies=")[1].split()[0] for c in smoke] == ['["share"]', '["fresh"]']
+    assert all("experiments/smoke-h200.toml --engine vllm --smoke" in c for c in smoke)
+    ref = next(c for c in runs if "smoke_reference" in c)
+    assert "--device cuda --contexts 8192 32768 --topk 2048" in ref
+    assert (out / "smoke-share" / "result.json").is_file()
+    assert "nvcc_sm90a_cubin" in (out / "toolchain-probe.py").read_text()
+    assert (out / "reference" / "result.json").is_file()
+    log = (out / "gpu-smoke.log").read_text()
+    for step in summary:
+        if step != "facts":
+            assert f"START {step}" in log and f"{'FAIL' if step == 'doctor' else 'OK'} {step}" in log
+
+
+def test_a_long_part_is_cut_at_the_budget_and_the_rest_skipped_with_a_reason(tmp_path):
+    env = _fakes(tmp_path)
+    res, wall = _run(env, GPU_SMOKE_BUDGET_S="150", FAKE_RUN_S="400")
+    out = tmp_path / "out"
+    assert wall < 150, wall
+    summary = _summary(out)
+    assert summary["smoke-share"].startswith("TIMEOUT after")
+    assert summary["smoke-fresh"].startswith("SKIP (") and "s left of the 150s budget" in \
+        summary["smoke-fresh"]
+    assert summary["reference"].startswith("SKIP (")
+    assert (out / "smoke-share" / "started.txt").is_file()  # a cut part keeps what it wrote
+    assert res.returncode == 1
+    log = (out / "gpu-smoke.log").read_text()
+    assert "TIMEOUT smoke-share" in log and "SKIP smoke-fresh" in log and "done in" in log
+
+
+def test_without_cuda_the_gpu_parts_are_skipped_cleanly(tmp_path):
+    env = _fakes(tmp_path)
+    res, _ = _run(env, GPU_SMOKE_BUDGET_S="200", FAKE_CUDA="0")
+    summary = _summary(tmp_path / "out")
+    assert summary["toolchain"] == "FAIL (exit 1)"
+    for part in ("smoke-share", "smoke-fresh", "reference"):
+        assert summary[part].startswith("SKIP (torch sees no CUDA device"), summary
+    assert "Traceback" not in res.stdout and res.returncode == 1
+    assert not (tmp_path / "out" / "smoke-share").exists()
