@@ -39,7 +39,6 @@ def advise(
     """
     import dataclasses
 
-    from mtpsim.errors import UserError
     from mtpsim.fileio import output_dir
     from mtpsim.sweep import default_jobs
     from mtpsim.uncertainty.advise import advise as run_advise
@@ -51,8 +50,9 @@ def advise(
         require("--plot", "plots")
     dep = load_deployment(deployment)
     if draws is not None:
-        if draws < 2:
-            raise UserError(None, "--draws", f"expected at least 2, got {draws}")
+        from mtpsim.uncertainty.limits import check_draws
+
+        check_draws(draws, "--draws")
         dep = dataclasses.replace(dep, draws=draws)
     if plot is not None:
         output_dir(plot, "--plot")

@@ -109,6 +109,23 @@ def _rope_words(rep: ABReport) -> str:
             f"±{r.acceptance_points:g} points acceptance rates")
 
 
+MAX_BOOT = 100_000  # bootstrap replicates: CIs stop moving long before; more only costs memory
+
+
+def _check_flags(baseline: str, num_boot: int, seed: int) -> None:
+    """The flags' meaning, before any file is read."""
+    from mtpsim.errors import UserError
+    from mtpsim.policies import NO_MTP, POLICIES
+
+    if baseline not in (*POLICIES, NO_MTP):
+        raise UserError(None, "--baseline", f"expected a policy ({', '.join([*POLICIES, NO_MTP])}), "
+                        f"got {baseline!r}")
+    if not 100 <= num_boot <= MAX_BOOT:
+        raise UserError(None, "--num-boot", f"expected 100..{MAX_BOOT:,} replicates, got {num_boot:,}")
+    if not 0 <= seed < 2**63:
+        raise UserError(None, "--seed", f"expected an integer in 0..2**63-1, got {seed}")
+
+
 def compare(
     inputs: Annotated[list[str], typer.Argument(
         help="Results to compare: `[POLICY=]PATH`, PATH an mtpsim result, a `vllm bench serve "
@@ -145,6 +162,7 @@ def compare(
     from mtpsim.verdict import Rope
 
     rope = Rope(timing_pct=rope_timing, acceptance_length=rope_acceptance)
+    _check_flags(baseline, num_boot, seed)
 
     if plot is not None:
         from mtpsim.extras import require
@@ -175,6 +193,11 @@ def compare(
             for r in rows:
                 t.add_row(r.label, _fmt(r.real, r.key), _fmt(r.sim, r.key), f"{r.error_pct:+.1f}")
             print_table(console, t)
+    held = sorted({p for pols in by_mode.values() for p in pols})
+    if any(len(p) > 1 for p in by_mode.values()) and not any(baseline in p for p in by_mode.values()):
+        # else the A/B table would silently vanish
+        raise UserError(None, "--baseline", f"expected a policy the inputs hold ({', '.join(held)}), "
+                        f"got {baseline!r}")
     for mode, pols in by_mode.items():
         if baseline not in pols:
             continue

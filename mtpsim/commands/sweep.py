@@ -50,7 +50,7 @@ def _table(rows: list[dict[str, Any]], keys: list[str], title: str) -> Table:
     t.add_column("Δ tok/s", justify="right")
     base: dict[tuple, float] = {}
     for r in rows:
-        point = tuple(r[k] for k in keys)
+        point = tuple(json.dumps(r[k], sort_keys=True) for k in keys)  # a value may be a list
         tput = r.get("output_throughput", math.nan)
         if point not in base:
             base[point], delta = tput, ""
@@ -59,6 +59,18 @@ def _table(rows: list[dict[str, Any]], keys: list[str], title: str) -> Table:
         t.add_row(*[str(r[k]) for k in keys], r["policy"],
                   *[_fmt(f, r.get(m)) for m, _, f in _COLUMNS], delta)
     return t
+
+
+def _size(points: int, rows: list[dict]) -> str:
+    """'20 points x 2 policies', or '3 points, 5 policy runs' when a policies axis varies them."""
+    per_point: dict[str, int] = {}
+    for r in rows:
+        per_point[r.get("point_id", id(r))] = per_point.get(r.get("point_id", id(r)), 0) + 1
+    counts = set(per_point.values())
+    if len(counts) == 1 and "point_id" in (rows[0] if rows else {}):
+        n = counts.pop()
+        return f"{points} point{'s' * (points != 1)} x {n} polic{'ies' if n != 1 else 'y'}"
+    return f"{points} point{'s' * (points != 1)}, {len(rows)} policy runs"
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
@@ -277,8 +289,8 @@ def _simulated(experiment: Path, set_: list[str] | None, axes: list, points: lis
         keys = [a.key for a in axes]
         from mtpsim.report.fit import print_table
 
-        print_table(console, _table(rows, keys, f"{experiment} sweep: {len(points)} points x "
-                                    "policies (simulated)"), keep=len(keys) + 1)
+        print_table(console, _table(rows, keys, f"{experiment} sweep: {_size(len(points), rows)} "
+                                    "(simulated)"), keep=len(keys) + 1)
         notes = sorted({n for r in ordered for n in r.get("notes", [])})
         for n in notes:
             console.print(f"note: {n}", highlight=False)

@@ -29,6 +29,7 @@ from mtpsim.spec.experiment import read_toml
 from mtpsim.spec.sections import QUANTIZATIONS
 from mtpsim.uncertainty.domain import Domain, extrapolation
 from mtpsim.uncertainty.draws import Draw, plan, run_draw
+from mtpsim.uncertainty.limits import MAX_CELLS, MAX_DRAWS, check_simulations
 from mtpsim.uncertainty.summary import Interval, Spread, adjust, interval
 from mtpsim.verdict import ROPE_TIMING_PCT
 
@@ -78,6 +79,13 @@ def _get(table: Mapping, key: str, where: str, src: str, kind: type | tuple, def
     return v
 
 
+# The keys each table of a deployment file may hold (an unknown one is a typo: refused, as
+# experiment files refuse theirs).
+KEYS = {"deployment": ("model", "gpu", "tp", "quantization", "max_num_seqs"),
+        "workload": ("context_lengths", "context_weights", "concurrency", "output_len", "temperature"),
+        "advise": ("k", "policies", "draws")}
+
+
 def load_deployment(path: str | Path) -> Deployment:
     """Read and check a deployment file; each problem is one line naming file and field."""
     path = Path(path)
@@ -91,6 +99,11 @@ def load_deployment(path: str | Path) -> Deployment:
     if not isinstance(dep, dict):
         raise SpecError(src, "deployment", "missing; expected a [deployment] table with model, "
                         "gpu and tp")
+    for section, known in KEYS.items():
+        table = raw.get(section, {})
+        if isinstance(table, dict) and (unknown := [k for k in table if k not in known]):
+            raise SpecError(src, f"{section}.{unknown[0]}", f"unknown key; expected one of "
+                            f"{', '.join(known)}")
     models, gpus = available_presets("models"), available_presets("gpus")
     model = _get(dep, "model", "deployment", src, str, required=True,
                  check=lambda v: v in models, expected=f"a model preset ({', '.join(models)})")
@@ -110,7 +123,8 @@ def load_deployment(path: str | Path) -> Deployment:
                     check=lambda v: all(isinstance(x, int) and x >= 1 for x in v),
                     expected="a non-empty list of prompt lengths (integers >= 1)")
     weights = _get(w, "context_weights", "workload", src, list, [1.0] * len(contexts),
-                   check=lambda v: len(v) == len(contexts) and all(x >= 0 for x in v) and sum(v) > 0,
+                   check=lambda v: (len(v) == len(contexts) and all(0 <= x < math.inf for x in v)
+                                    and sum(v) > 0),
                    expected=f"{len(contexts)} non-negative weights, one per context length")
     conc = _get(w, "concurrency", "workload", src, list, [32],
                 check=lambda v: all(isinstance(x, int) and x >= 1 for x in v),
@@ -130,8 +144,12 @@ def load_deployment(path: str | Path) -> Deployment:
             or any(p not in VLLM_POLICIES for p in pols)):
         raise SpecError(src, "advise.policies", "expected a list starting with \"fresh\" of "
                         f"policies vLLM runs ({', '.join(VLLM_POLICIES)}), got {pols!r}")
-    draws = _get(a, "draws", "advise", src, int, 64, check=lambda v: v >= 2,
-                 expected="an integer >= 2")
+    draws = _get(a, "draws", "advise", src, int, 64, check=lambda v: 2 <= v <= MAX_DRAWS,
+                 expected=f"an integer in 2..{MAX_DRAWS}")
+    cells = len({0, *ks}) * len(contexts) * len(conc)
+    if cells > MAX_CELLS:
+        raise SpecError(src, "workload.context_lengths", f"expected at most {MAX_CELLS:,} cells (k x "
+                        f"contexts x concurrencies), got {cells:,}")
     seed = _get(raw, "seed", "", src, int, 0, check=lambda v: v >= 0, expected="an integer >= 0")
     unc = raw.get("uncertainty", {})
     if not isinstance(unc, dict):
@@ -279,6 +297,12 @@ def advise(dep: Deployment, jobs: int = 1,
     if not cells:
         raise SpecError(dep.source, "workload", "expected at least one (context, concurrency) "
                         "that fits in GPU memory; none does: " + "; ".join(skipped[:2]))
+    whole = [k for k in dep.ks if k > 0 and all((k, x, c) in exps for x in dep.contexts
+                                                for c in dep.concurrency)]
+    if not whole:  # the mix is priced only where every one of its cells runs
+        raise SpecError(dep.source, "workload", "expected every context and concurrency of the mix "
+                        "to fit in GPU memory at some k >= 1; " + "; ".join(skipped[:2]))
+    check_simulations(dep.draws, len(cells), len(dep.policies), "--draws", "cells", dep.source)
     first = exps[cells[0]]
     draws = plan(first, dep.draws)
     tasks = [(cell, d) for cell in cells for d in draws]

@@ -14,15 +14,14 @@ err_console = Console(stderr=True)
 
 def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: int | None,
                          as_json: bool, out: Path | None, metrics: str | None = None) -> None:
-    from mtpsim.errors import UserError
     from mtpsim.fileio import atomic_write_json, output_dir
     from mtpsim.report.fit import print_lines, print_table
     from mtpsim.sweep import default_jobs
     from mtpsim.uncertainty import tables
+    from mtpsim.uncertainty.limits import check_draws
     from mtpsim.uncertainty.run import ALL_ROWS, PRIOR, propagate
 
-    if n < 2:
-        raise UserError(None, "--uncertainty", f"expected a number of draws >= 2, got {n}")
+    check_draws(n, "--uncertainty")
     shown = tables.choose_metrics(metrics)
     if out is not None:
         output_dir(out, "--out")
@@ -61,12 +60,12 @@ def sweep_uncertainty(experiment: str, axes, points, n: int, jobs: int, out: Pat
     from rich import box
     from rich.table import Table
 
-    from mtpsim.errors import UserError
     from mtpsim.report.fit import print_table
+    from mtpsim.uncertainty.limits import check_draws, check_simulations
     from mtpsim.uncertainty.sweep import run_grid
 
-    if n < 2:
-        raise UserError(None, "--uncertainty", f"expected a number of draws >= 2, got {n}")
+    check_draws(n, "--uncertainty")
+    check_simulations(n, len(points), 1, "--uncertainty", "points")
     records = run_grid(experiment, points, n, jobs, out)
     keys = [a.key for a in axes]
     if as_json:

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from mtpsim.errors import UserError
 from mtpsim.spec import Experiment
 from mtpsim.spec.roles import setup_overrides
 from mtpsim.uncertainty import posterior as post
@@ -145,11 +144,12 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int = 1,
     from mtpsim.calibration.schema import read_calibration
     from mtpsim.models.build import calibration_path
     from mtpsim.spec import load_experiment
+    from mtpsim.uncertainty.limits import check_draws, check_simulations
 
-    if n < 2:
-        raise UserError(None, "--uncertainty", f"expected at least 2 draws, got {n}")
+    check_draws(n, "--uncertainty")
     t0 = time.perf_counter()
     exp = load_experiment(experiment, list(overrides))
+    check_simulations(n, 1, len(exp.policies), "--uncertainty", "point")
     cal = calibration
     if cal is None and exp.calibration.file:
         cal = read_calibration(calibration_path(exp))
