@@ -71,7 +71,9 @@ def experiment_text(row: dict) -> str:
         "", "[model]", 'preset = "deepseek-v3.2"', f'name = "{name}"',
         f'quantization = "{row["quantization"]}"',
         "", "[hardware]", f'preset = "{row["gpu"]}"',
-        "", "[engine]", f"tp = {row['tp']}", f"max_num_seqs = {seqs}",
+        "", "[engine]", f"tp = {row['tp']}",
+        *([f"dp = {row['dp']}", f"ep = {'true' if row['ep'] else 'false'}"] if row["dp"] > 1 else []),
+        f"max_num_seqs = {seqs}",
         f"max_num_batched_tokens = {mbt}", f'cudagraph_mode = "{cudagraph}"',
         "", "[speculative]", f"num_speculative_tokens = {row['k']}",
         "", "[workload]", f"num_prompts = {row['num_prompts']}",
@@ -87,7 +89,13 @@ def experiment_text(row: dict) -> str:
         lines.append(f"max_concurrency = {row['max_concurrency']}")
     rate = row["request_rate"]
     lines.append("request_rate = inf" if math.isinf(rate) else f"request_rate = {rate}")
-    lines.append("temperature = 1.0" if "pr47352" in row["id"] else "temperature = 0.0")
+    # vllm bench serve sends no temperature unless told: the server's default, from the model's
+    # generation config, samples (assumed > 0); the PR set 1.0
+    lines.append("temperature = 1.0")
+    if row["k"] and "pr47352" not in row["id"]:  # the PR's rates were measured on its own rows
+        lines += ["", "[acceptance]",
+                  f'dataset_class = "{"chat" if sharegpt else "random"}"  # rates: the PR\'s, '
+                  "scaled by this class's prior"]
     return "\n".join(lines) + "\n"
 
 

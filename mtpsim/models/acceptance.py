@@ -68,6 +68,8 @@ class AcceptanceModel:
         rates = list(measured if measured is not None else a.per_position)[:exp.k]
         cond = np.asarray(rates if a.kind == "conditional" else marginal_to_conditional(rates),
                           float)
+        if a.rate_scale != 1.0:  # the workload's acceptance relative to the given rates
+            cond = np.minimum(cond * a.rate_scale, 0.99)
         return cls(policy, cond, measured is None, exp.index_topk,
                    a.overlap_agreement, a.overlap_step_exponent, a.target_agreement,
                    a.critical_entries, a.request_sigma, spread_offsets(cond, a.request_sigma),

@@ -18,6 +18,7 @@ from mtpsim.spec.fields import (
 
 QUANTIZATIONS = ("bf16", "fp8", "nvfp4", "mxfp4")
 TOPOLOGIES = ("switch", "mesh")
+DATASET_CLASSES = ("low_entropy", "code_math", "chat", "random")
 CUDAGRAPH_MODES = ("none", "piecewise", "full", "full_decode_only", "full_and_piecewise")
 LENGTH_DISTRIBUTIONS = ("fixed", "uniform", "lognormal")
 # Efficiency factors and per-step costs that `[calibration] fit` may name.
@@ -187,6 +188,14 @@ class AcceptanceSpec:
                                           in_range(0, 10))
     target_agreement: float = option(0.05, "MTP vs target last-layer top-k agreement",
                                      in_range(0, 1))
+    dataset_class: str = option("", "what the rates were measured on, relative to this workload: "
+                                "'' (this workload: rates fixed), or the workload's class, whose "
+                                "prior on rate_scale --uncertainty draws (docs/uncertainty.md): "
+                                "low_entropy, code_math, chat, random",
+                                one_of("", *DATASET_CLASSES))
+    rate_scale: float = option(1.0, "multiplier of every conditional acceptance rate (each capped "
+                               "at 0.99); --uncertainty draws it from dataset_class's prior",
+                               in_range(0.05, 2.0))
     critical_entries: float = option(8.0, "kappa in a' = a * (1 - (1 - overlap)**kappa)",
                                      greater_than(0))
     penalty: str = option(DEFAULT_PENALTY, "overlap -> acceptance link: kappa (one kappa at every draft "

@@ -60,7 +60,13 @@ def drawn_priors(exp: Experiment) -> dict[str, Prior]:
     """The parameters this experiment draws: every non-fixed prior, except those a
     `[calibration] file` replaces (its bootstrap refits carry their uncertainty) and those that
     act only under a setting the experiment does not make (`Param.only_with`)."""
+    from mtpsim.uncertainty.priors import class_prior, parse_prior
+
     priors = resolved(exp.uncertainty.priors)
+    if "acceptance_scale" not in exp.uncertainty.priors:
+        priors["acceptance_scale"] = parse_prior(
+            class_prior(exp.acceptance.dataset_class, exp.workload.temperature),
+            PARAMS["acceptance_scale"])
 
     def acts(name: str) -> bool:
         cond = PARAMS[name].only_with

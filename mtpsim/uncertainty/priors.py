@@ -79,6 +79,10 @@ PARAMS: dict[str, Param] = {
         "assumed, wide: the busiest GPU's routed tokens over the mean under expert parallelism "
         "without EPLB (DeepSeek built EPLB because it is well above 1); drawn only with engine.ep",
         calibrated_by_file=True, only_with=("engine.ep", (True,))),
+    "acceptance_scale": Param(
+        "acceptance.rate_scale", 0.05, 2.0, "fixed",
+        "by acceptance.dataset_class and workload.temperature (CLASS_PRIORS; docs/uncertainty.md); "
+        "fixed when the rates were measured on this workload"),
     "critical_step_exponent": Param(
         "acceptance.critical_step_exponent", -10.0, 10.0, "fixed",
         "reference-engine fits (docs/simulator.md, transfer); the deepseek-v3.2 preset sets a range",
@@ -90,6 +94,27 @@ PARAMS: dict[str, Param] = {
         calibrated_by_file=True, only_with=("acceptance.penalty", ("kappa_lk",))),
 }
 DISTRIBUTIONS = ("uniform", "loguniform", "normal", "fixed")
+# Prior on acceptance.rate_scale (a multiplier of the given conditional rates, the PR's SPEED-Bench
+# low-entropy ones at temperature 1 by default) for a workload of each class, at greedy (0) and
+# sampled (> 0) temperature. Public anchors (docs/uncertainty.md, "Acceptance by workload"): the
+# PR's rows (0.8745 at position 0; share vs fresh 0.869), DeepSeek-V3's report (85-90 % for the
+# second token "across various generation topics"), vLLM PR #12755 (R1, k = 1: 81-82.3 %), vLLM
+# PR #48892 (GSM8K, temperature 0: 83.6 % at k = 1), vLLM PR #41044 (DeepSeek-V4-Flash, random
+# prompts, temperature 1: 70 % / 28.7 % at positions 0 / 1), InferenceX PR #1630 (raw random
+# prompts "silently regress the accept rate"). Widths are wider than the anchors' spread.
+CLASS_PRIORS = {("low_entropy", False): "uniform(0.95, 1.05)",
+                ("low_entropy", True): "uniform(0.95, 1.08)",
+                ("code_math", False): "uniform(0.88, 1.08)",
+                ("code_math", True): "uniform(0.9, 1.1)",
+                ("chat", False): "uniform(0.82, 1.05)",
+                ("chat", True): "uniform(0.85, 1.08)",
+                ("random", False): "uniform(0.5, 1.0)",
+                ("random", True): "uniform(0.55, 1.05)"}
+
+
+def class_prior(dataset_class: str, temperature: float) -> str:
+    """The shipped prior on acceptance.rate_scale for a workload class ('fixed' for '')."""
+    return CLASS_PRIORS.get((dataset_class, temperature == 0.0), "fixed")
 _CALL = re.compile(r"^\s*([a-z_]+)\s*(?:\((.*)\))?\s*$")
 
 
