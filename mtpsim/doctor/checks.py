@@ -194,7 +194,7 @@ def model(c: Context) -> Check:
             return Check("model", FAIL if offline else WARN, f"{where}: not in the local "
                          "Hugging Face cache" + (" and HF_HUB_OFFLINE is set" if offline else
                                                  "; `vllm serve` would download it first"),
-                         f"huggingface-cli download {name}")
+                         f"hf download {name}")
     cfg = c.probe.read_json(cfg_path) if cfg_path is not None else None
     if cfg is None:
         return Check("model", FAIL, f"{where}: no readable config.json", "download it again")

@@ -1,11 +1,12 @@
 """Indexer counts that survive CUDA graphs: counted on the device, by ops the graphs replay.
 
 Forward hooks run Python, and a CUDA-graph replay runs none, so under vLLM's CUDA graphs (on by
-itself for DeepSeek-V3.2: vllm/config/vllm.py `VllmConfig.__post_init__` turns on breakable
-graphs) hooks see start-up capture only. Here the MTP layer's sparse attention and its indexer
-each get a patched `forward` that first runs one in-place `index_add_` on a registered buffer;
-eagerly that op runs, under capture it is recorded into the graph and every replay runs it again,
-and under torch.compile it is traced into the compiled graph.
+itself for DeepSeek-V3.2: vllm/config/vllm.py `DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES`,
+`VllmConfig._maybe_enable_breakable_cudagraph`) hooks see start-up capture only. Here the MTP
+layer's sparse attention and its indexer each get a patched `forward` that first runs one
+in-place `index_add_` on a registered buffer; eagerly that op runs, under capture it is recorded
+into the graph and every replay runs it again, and under torch.compile it is traced into the
+compiled graph.
 
 Which draft step: vLLM's own device scalar `TargetDependentARSpeculator.current_draft_step`
 (v1/worker/gpu/spec_decode/target_dependent_ar/speculator.py: `_prepare_prefill_inputs_kernel`
