@@ -102,3 +102,20 @@ def test_real_engines_refuse_k0_in_one_line(tmp_path, cmd):
     assert res.exit_code == 2, res.output
     assert "speculative.num_speculative_tokens" in res.output and "simulated only" in res.output
     assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_k0_intervals_blame_no_acceptance_prior_and_point_at_a_measurement_that_runs(tmp_path):
+    p = tmp_path / "e.toml"
+    p.write_text('[model]\nquantization = "nvfp4"\n[engine]\ntp = 4\n[speculative]\n'
+                 'num_speculative_tokens = 0\n[workload]\nnum_prompts = 16\ninput_len = 1024\n'
+                 'output_len = 32\nmax_concurrency = 4\n')
+    res = CliRunner().invoke(app, ["simulate", str(p), "--uncertainty", "6", "-j", "1"],
+                             env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    table = res.output.split("Sensitivity of the no_mtp")[1].split("measure next")[0]
+    for inert in ("critical_entries", "overlap_agreement", "request_sigma", "indexer_cost",
+                  "critical_lk_exponent"):
+        assert inert not in table  # nothing is drafted: these move no figure
+    nxt = res.output.split("measure next")[1]
+    assert "mtpsim calibrate" in nxt and "run-real" in nxt.split("#")[1]  # named, not run
+    assert "calibration.measured.no_mtp" in nxt

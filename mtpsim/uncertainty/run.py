@@ -15,6 +15,7 @@ from mtpsim.uncertainty import posterior as post
 from mtpsim.uncertainty import sensitivity as sens
 from mtpsim.uncertainty.domain import Domain, Extrapolation, domain_of, extrapolation
 from mtpsim.uncertainty.draws import Z_NAMES, Draw, plan, run_draws
+from mtpsim.uncertainty.priors import PARAMS
 from mtpsim.uncertainty.summary import Spread, adjust, delta_values, summarize
 
 PRIOR = "prior"
@@ -82,7 +83,9 @@ class UncertaintyRun:
         draws = self.draws[:self.prior_n]
         # at k = 0 nothing is drafted: the acceptance priors move no figure, and their rank
         # correlations with it would be chance
-        inert = set(sens.GROUPS["acceptance trace"]) if self.exp.k == 0 else set()
+        inert = ({n for n, p in PARAMS.items()
+                  if p.target.startswith(("acceptance.", "scale:draft_"))}
+                 if self.exp.k == 0 else set())
         inputs = {n: np.array([d.unit[n] for d in draws]) for n in draws[0].unit if n not in inert}
         for z in Z_NAMES:
             col = np.array([d.z[z] for d in draws])
@@ -99,6 +102,12 @@ class UncertaintyRun:
 
     def recommendation(self) -> tuple[str, float, list[str], str]:
         group, share, params = sens.measure_next(self.sensitivity())
+        if self.exp.k == 0:  # mtpsim's real runs measure MTP only
+            return group, share, params, (
+                f"mtpsim calibrate {self.experiment}  # after measuring this deployment without "
+                "MTP (vllm serve with no --speculative-config, vllm bench serve; mtpsim run-real "
+                "runs MTP only) and writing the row as calibration.measured.no_mtp with "
+                "calibration.fit_policy = no_mtp")
         return group, share, params, sens.command_for(group, self.experiment, self.calibrated)
 
     def to_json(self) -> dict[str, Any]:
