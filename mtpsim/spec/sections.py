@@ -302,6 +302,12 @@ class UncertaintySpec:
                           "noise of one A/B run (for scoring against one measured run)")
     timing_noise_pct: float = option(2.0, "run-to-run SD of a measured timing figure, % "
                                      "(conditioning on measured rows)", greater_than(0))
+    row_timing_correlation: float = option(
+        0.8, "correlation (magnitude) of one measured row's throughput and TPOT errors (one run: "
+        "a fast run shows both); assumed", in_range(0.0, 0.95))
+    row_acceptance_correlation: float = option(
+        0.3, "correlation (magnitude) of one measured row's acceptance-length error with its "
+        "timing errors; assumed", in_range(0.0, 0.95))
     acceptance_noise: float = option(0.0, "SD of a measured acceptance length (0 = the "
                                      "placebo noise floor of the measured rows, else 0.01)",
                                      _nonneg)

@@ -49,6 +49,8 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
         print_table(console, tables.intervals_table(run, ALL_ROWS, shown), group=groups)
         print_table(console, tables.measured_table(run), keep=2)
         print_table(console, tables.narrowing_table(run))
+        if (noise_table := tables.noise_sensitivity_table(run)) is not None:
+            print_table(console, noise_table, keep=1)
     print_table(console, tables.sensitivity_table(run))
     print_lines(console, tables.lines(run))
     if out is not None:

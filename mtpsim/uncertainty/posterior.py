@@ -5,6 +5,11 @@ times exp(e), e ~ N(0, timing_noise_pct / 100) (one run of `vllm bench`); a meas
 length is the true value plus N(0, s), s the placebo noise floor of the measured rows (the
 position-0 difference between two policies whose step 0 is the same computation, as `mtpsim
 compare` computes it), or `acceptance_noise`. TTFT is not conditioned on: it is the check.
+The figures of one row come from one run, so their errors are drawn together: a multivariate
+normal whose throughput and TPOT errors correlate at -row_timing_correlation (a run that went
+fast shows both) and whose acceptance error correlates with them at +/-row_acceptance_correlation
+(more accepted tokens per step: more throughput, less TPOT). Both are assumed (docs/uncertainty.md,
+"Honest likelihoods"); `verdict_sensitivity` shows what the assumed timing noise does.
 
 The timing level is re-drawn rather than weighted: as `mtpsim calibrate` refits
 `mem_efficiency` to the sharing-off row, every draw's timings are scaled by one factor so that
@@ -30,14 +35,37 @@ class NoiseModel:
     timing_sd: float  # log scale
     acceptance_sd: float
     acceptance_source: str
+    timing_corr: float = 0.0  # |corr| of a row's throughput and TPOT errors (opposite signs)
+    acceptance_corr: float = 0.0  # |corr| of its acceptance error with each timing error
 
     def describe(self) -> str:
         return (f"measured timings x exp(N(0, {100 * self.timing_sd:.1f} %)); acceptance length "
-                f"+ N(0, {self.acceptance_sd:.4f}) ({self.acceptance_source})")
+                f"+ N(0, {self.acceptance_sd:.4f}) ({self.acceptance_source}); one row's errors "
+                f"correlated (throughput/TPOT -{self.timing_corr:.2f}, acceptance "
+                f"±{self.acceptance_corr:.2f})")
+
+    def corr(self, metrics: tuple[str, ...]) -> np.ndarray:
+        """Correlation matrix of a row's errors over `metrics` (CONDITION_METRICS order)."""
+        sign = {"output_throughput": 1.0, "median_tpot_ms": -1.0, "spec_decode_acceptance_length": 1.0}
+        c = np.eye(len(metrics))
+        for i, a in enumerate(metrics):
+            for j, b in enumerate(metrics):
+                if i != j:
+                    acc = "spec_decode_acceptance_length" in (a, b)
+                    c[i, j] = sign[a] * sign[b] * (self.acceptance_corr if acc else self.timing_corr)
+        return c
 
 
 def noise_model(measured: Mapping[str, Mapping], u) -> NoiseModel:
     """`u`: UncertaintySpec. The placebo floor needs two rows of step-0-as-fresh policies."""
+    import dataclasses
+
+    base = _noise_model(measured, u)
+    return dataclasses.replace(base, timing_corr=u.row_timing_correlation,
+                               acceptance_corr=u.row_acceptance_correlation)
+
+
+def _noise_model(measured: Mapping[str, Mapping], u) -> NoiseModel:
     if u.acceptance_noise > 0:
         return NoiseModel(u.timing_noise_pct / 100, u.acceptance_noise, "uncertainty.acceptance_noise")
     from mtpsim.compare import STEP0_AS_FRESH, ABRow, placebo_noise_floor
@@ -58,10 +86,12 @@ def noise_model(measured: Mapping[str, Mapping], u) -> NoiseModel:
 
 def loglik(values: list[dict[str, dict[str, float]]], rows: Mapping[str, Mapping],
            noise: NoiseModel, level: str | None = None) -> np.ndarray:
-    """Log-likelihood of the measured `rows` (policy -> metric -> value) per draw; the `level`
+    """Log-likelihood of the measured `rows` (policy -> metric -> value) per draw, each row's
+    figures jointly (multivariate normal with the noise model's correlations); the `level`
     row's throughput is left out (the level refit used it)."""
     ll = np.zeros(len(values))
     for policy, row in rows.items():
+        used, cols = [], []
         for m in CONDITION_METRICS:
             meas = row.get(m)
             if policy == level and m == "output_throughput":
@@ -70,10 +100,15 @@ def loglik(values: list[dict[str, dict[str, float]]], rows: Mapping[str, Mapping
                 continue
             sim = np.array([v[policy][m] for v in values])
             if m == "spec_decode_acceptance_length":
-                r = (sim - meas) / noise.acceptance_sd
+                cols.append((sim - meas) / noise.acceptance_sd)
             else:
-                r = np.log(sim / meas) / noise.timing_sd
-            ll += -0.5 * r ** 2
+                cols.append(np.log(sim / meas) / noise.timing_sd)
+            used.append(m)
+        if not used:
+            continue
+        r = np.stack(cols, axis=1)  # [draws, figures]
+        prec = np.linalg.inv(noise.corr(tuple(used)))
+        ll += -0.5 * np.einsum("ni,ij,nj->n", r, prec, r)
     return ll
 
 

@@ -100,6 +100,31 @@ class UncertaintyRun:
         return {"z_time": s.time, "z_time_policy": s.effect, "z_accept": s.accept,
                 "z_accept_policy": s.effect}[z] > 0
 
+    def noise_sensitivity(self, pcts: tuple[float, ...] = (1.0, 2.0, 3.0, 4.0)) -> list[dict[str, Any]]:
+        """The conditioned decisive deltas and their verdicts were the PR rows' run-to-run timing
+        noise `pct` % instead of the assumed one (the draws are re-weighted, not re-run)."""
+        import dataclasses
+
+        from mtpsim.uncertainty.summary import summarize, verdict
+
+        if self.noise is None or ALL_ROWS not in self.weights:
+            return []
+        rows, fit_policy = self.measured, self.exp.calibration.fit_policy
+        level = fit_policy if fit_policy in rows else next(iter(rows))
+        z = [d.z["z_time"] for d in self.draws]
+        policy, _ = self.decisive()
+        out = []
+        for pct in pcts:
+            noise = dataclasses.replace(self.noise, timing_sd=pct / 100)
+            values = post.refit_level(self.values, z, level, rows[level], noise)
+            w = post.normalized(post.loglik(values, rows, noise, level))
+            s = summarize(values, self.policies, w, self.prob, self.rope)["deltas"][policy]
+            out.append({"timing_noise_pct": pct, "effective_draws": post.ess(w),
+                        **{m: {**s[m].to_json(), "verdict": verdict(s[m], policy, self.policies[0], m,
+                                                                     self.exp.k)}
+                           for m in ("output_throughput", "median_tpot_ms") if m in s}})
+        return out
+
     def recommendation(self) -> tuple[str, float, list[str], str]:
         group, share, params = sens.measure_next(self.sensitivity())
         if self.exp.k == 0:  # mtpsim's real runs measure MTP only
@@ -136,6 +161,7 @@ class UncertaintyRun:
             "measure_next": dict(zip(("measurement", "share", "params", "command"),
                                      self.recommendation(), strict=True)),
             "notes": self.notes,
+            "noise_sensitivity": self.noise_sensitivity(),
             "draws": [{"index": d.index, "seed": d.seed, "overrides": d.overrides(),
                        "z": d.z, "replicate": d.replicate,
                        "simulated": self.raw[i], "with_discrepancy": self.values[i],
