@@ -11,7 +11,11 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from mtpsim.doctor.smoke import SMOKE_CHECKS
+
+pytestmark = pytest.mark.slow  # starts whole processes (conftest)
 
 
 def _doctor(*args: str) -> tuple[subprocess.CompletedProcess, float]:
