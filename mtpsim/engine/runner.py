@@ -87,7 +87,8 @@ def run_policy(exp: Experiment, policy: str, progress: Progress | None = None,
     prompts, out_lens, send = workload(exp)
     ids = list(requests if requests is not None else range(len(prompts)))
     prompts, out_lens = [prompts[i] for i in ids], [out_lens[i] for i in ids]
-    send = send[ids] - (send[ids[0]] if ids else 0.0)
+    # a round starts its own schedule at 0; the whole workload keeps the seeded offsets
+    send = send[ids] - (send[ids[0]] if requests is not None and ids else 0.0)
     n = len(prompts)
     conc = min(w.max_concurrency or n, exp.engine.max_num_seqs, n)
     topk = exp.speculative.index_topk or model.args.index_topk
