@@ -144,3 +144,18 @@ def test_extra_args_cannot_set_dp_or_ep():
                                     "engine": {"tp": 8}, "vllm": {"extra_args": extra}})
         with pytest.raises(SpecError, match="engine.dp|engine.ep"):
             vllm_serve_argv(exp, "fresh", 1)
+
+
+def test_pipeline_stages_split_the_layers_weights_and_kv_cache():
+    from mtpsim.errors import SpecError
+    from mtpsim.models.memory import check_fits, kv_cache_size
+
+    bf16 = {**BASE, "model": {"preset": "deepseek-v3.2", "quantization": "bf16"}}
+    with pytest.raises(SpecError, match="engine.tp: expected enough GPUs"):
+        check_fits(experiment_from_dict({**bf16, "engine": {"tp": 8}}))
+    two = experiment_from_dict({**bf16, "engine": {"tp": 8, "pp": 2, "num_gpus": 16}})
+    check_fits(two)  # 16 GPUs hold what 8 cannot
+    one, staged = CostModel(_exp(tp=8), "fresh"), CostModel(_exp(tp=8, pp=2), "fresh")
+    assert staged.kv_bytes_per_token() == pytest.approx(one.kv_bytes_per_token() / 2)
+    assert staged.weight_bytes_per_gpu() < 0.6 * one.weight_bytes_per_gpu()
+    assert kv_cache_size(_exp(tp=8, pp=2)).tokens > 2 * kv_cache_size(_exp(tp=8)).tokens

@@ -102,27 +102,33 @@ class CostModel:
         return self.exp.model.num_mtp_layers if self.exp.k > 0 else 0
 
     def weight_bytes_per_gpu(self) -> float:
-        """Resident weights on one GPU (target + MTP layers)."""
+        """Resident weights on one GPU (target + MTP layers); with `engine.pp` stages each GPU
+        holds its stage's share of the layers (the embeddings stay whole on their stage)."""
         m, p, tp = self.exp.model, self._params(), self._tp
         b_exp, b_lin = WEIGHT_BYTES[m.quantization]
         mtp = self._mtp_layers()
         layers = m.num_layers + mtp
         moe = m.num_layers - m.num_dense_layers + mtp
+        return (self._layered_weights(layers, moe, mtp, b_exp, b_lin) / self.exp.engine.pp
+                + 2 * p["embed"] / tp * 2)
+
+    def _layered_weights(self, layers: int, moe: int, mtp: int, b_exp: float,
+                         b_lin: float) -> float:
+        m, p, tp = self.exp.model, self._params(), self._tp
         return (layers * (p["attn_rep"] + p["attn_sh"] / tp) * b_lin
                 + (m.num_indexer_layers + mtp) * p["indexer"] * b_lin
                 + m.num_dense_layers * p["dense"] / tp * b_lin
                 + moe * ((m.num_routed_experts / self._dp + m.num_shared_experts) * p["expert"]
                          / tp * b_exp + p["router"] * 2)
-                + mtp * p["eh_proj"] * b_lin
-                + 2 * p["embed"] / tp * 2)
+                + mtp * p["eh_proj"] * b_lin)
 
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes of one token on one GPU: the MLA latent of every attention layer and
         the indexer keys of every indexer layer (MTP layers included when they run); MLA's
-        latent is not split by TP (each rank holds it whole)."""
+        latent is not split by TP (each rank holds it whole), pipeline stages split the layers."""
         m, mtp = self.exp.model, self._mtp_layers()
         return ((m.num_layers + mtp) * m.kv_bytes_per_token
-                + (m.num_indexer_layers + mtp) * m.indexer_bytes_per_token)
+                + (m.num_indexer_layers + mtp) * m.indexer_bytes_per_token) / self.exp.engine.pp
 
     # ---- kernel groups -----------------------------------------------------------------------
     def _roof(self, nbytes: Num, flops_time: Num, kernels: float) -> Num:

@@ -119,8 +119,9 @@ class EngineSpec:
     non_kv_memory_gib: float = option(5.0, "GPU memory beside weights and KV cache: activations "
                                       "at vLLM's profile run, CUDA graphs, communication "
                                       "buffers (assumed; vLLM measures it)", _nonneg)
-    pp: int = option(1, "pipeline-parallel size (real vLLM runs; tp x pp GPUs, across nodes with "
-                     "vllm.distributed_executor_backend = 'ray')", _pos)
+    pp: int = option(1, "pipeline-parallel size (dp x tp x pp GPUs, across nodes with "
+                     "vllm.distributed_executor_backend = 'ray'; the simulator splits weights and "
+                     "KV cache over the stages)", _pos)
 
 
 @dataclass(frozen=True, slots=True)
