@@ -204,6 +204,10 @@ def regenerate_uncertainty(jobs: int = 1) -> None:
     for key in ("draws", "wall_s", "jobs"):
         run.pop(key, None)
     run["experiment"] = "experiments/pr47352.toml"
+    from mtpsim.spec import load_experiment
+    from mtpsim.uncertainty.headline import fingerprint
+
+    run["spec_sha256"] = fingerprint(load_experiment(ROOT / "experiments" / "pr47352.toml"))
     UNCERTAINTY.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(UNCERTAINTY, json.dumps(finite_json(run), indent=1, default=float) + "\n")
 

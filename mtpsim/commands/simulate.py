@@ -200,6 +200,11 @@ def simulate(
             console.print(f"calibration written to {save_calibration}", highlight=False)
     for line in notes:
         console.print(line, highlight=False, markup=False)
+    from mtpsim.uncertainty.headline import headline
+
+    for line in headline(exp, results, overridden=bool(set_ or policy or seed is not None or expected
+                                                       or calibration is not None)):
+        console.print(line, highlight=False, markup=False)
     print_table(console, pr_table(results, title=setup_title(exp, "simulated")))
     for line in summary_lines(results):
         console.print(line, highlight=False)

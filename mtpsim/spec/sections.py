@@ -294,6 +294,9 @@ class UncertaintySpec:
                                     _check_priors)
     interval: float = option(0.9, "central probability of the reported intervals",
                              in_range(0.5, 0.99))
+    summary: str = option("", "a saved --uncertainty summary of this spec (relative to the "
+                          "file; scripts/headline_figures.py --regenerate-uncertainty): a plain "
+                          "simulate quotes its verdict first while the spec is unchanged")
     rope_timing_pct: float = option(0.5, "region of practical equivalence of a timing delta, "
                                     "± % (inside it: no practical difference)", _nonneg)
     rope_acceptance_length: float = option(0.01, "region of practical equivalence of an "

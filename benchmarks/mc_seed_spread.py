@@ -1,0 +1,88 @@
+"""How far the conditioned share-vs-fresh intervals of pr47352 move with the Monte Carlo seed:
+`mtpsim simulate experiments/pr47352.toml --uncertainty N --set seed=S --json` for S = 0..9
+(each seed scrambles the quasi-random draws and reseeds each draw's simulation), then per N
+the interval ends, their spread over seeds, the bootstrap MC SE each run printed, the effective
+draws and the verdicts (against the default region of practical equivalence).
+
+    python benchmarks/mc_seed_spread.py --draws 64 256 --out runs/mc-seeds
+    python benchmarks/mc_seed_spread.py --summarise runs/mc-seeds --write docs/data/mc-seeds/summary.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from mtpsim.fileio import atomic_write_json
+from mtpsim.uncertainty.summary import Interval, verdict
+
+METRICS = ("output_throughput", "median_tpot_ms")
+
+
+def run(draws: list[int], seeds: int, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for n in draws:
+        for s in range(seeds):
+            f = out / f"n{n}-seed{s}.json"
+            if f.is_file() and f.stat().st_size:
+                continue
+            res = subprocess.run([sys.executable, "-m", "mtpsim", "simulate", "experiments/pr47352.toml",
+                                  "--uncertainty", str(n), "--set", f"seed={s}", "--json"],
+                                 capture_output=True, text=True, check=True)
+            f.write_text(res.stdout)
+
+
+def summarise(folder: Path) -> dict:
+    by_n: dict[int, list[dict]] = {}
+    for f in sorted(folder.glob("n*-seed*.json")):
+        n, s = f.stem[1:].split("-seed")
+        d = json.loads(f.read_text())
+        deltas = d["summary"]["all measured rows"]["deltas"]["share"]
+        rec = {"seed": int(s), "effective_draws": d["effective_draws"]["all measured rows"]}
+        for m in METRICS:
+            iv = deltas[m]
+            v = verdict(Interval(iv["median"], iv["lo"], iv["hi"], half=iv.get("region", 0.5)), "share",
+                        "fresh", m)
+            rec[m] = {k: iv.get(k) for k in ("median", "lo", "hi", "p_pos", "mc_se")} | {"verdict": v}
+        by_n.setdefault(int(n), []).append(rec)
+    out = {}
+    for n, recs in sorted(by_n.items()):
+        agg = {"seeds": len(recs), "runs": sorted(recs, key=lambda r: r["seed"])}
+        for m in METRICS:
+            for end in ("lo", "hi"):
+                xs = [r[m][end] for r in recs]
+                agg[f"{m}_{end}_sd_over_seeds"] = statistics.stdev(xs) if len(xs) > 1 else None
+                agg[f"{m}_{end}_range"] = [min(xs), max(xs)]
+            agg[f"{m}_verdicts"] = sorted({r[m]["verdict"] for r in recs})
+            agg[f"{m}_mc_se_median"] = statistics.median(r[m]["mc_se"] for r in recs)
+        out[str(n)] = agg
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--draws", type=int, nargs="*", default=[64, 256])
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--out", type=Path, default=Path("runs/mc-seeds"))
+    ap.add_argument("--summarise", type=Path, default=None, help="only summarise this folder")
+    ap.add_argument("--write", type=Path, default=None, help="write the summary (JSON) here")
+    args = ap.parse_args()
+    if args.summarise is None:
+        run(args.draws, args.seeds, args.out)
+    summary = summarise(args.summarise or args.out)
+    for n, agg in summary.items():
+        for m in METRICS:
+            print(f"N={n} {m}: lo range {agg[f'{m}_lo_range']}, sd {agg[f'{m}_lo_sd_over_seeds']:.2f}; "
+                  f"hi range {agg[f'{m}_hi_range']}, sd {agg[f'{m}_hi_sd_over_seeds']:.2f}; median MC SE "
+                  f"{agg[f'{m}_mc_se_median']:.2f}; verdicts {agg[f'{m}_verdicts']}")
+    if args.write:
+        args.write.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(args.write, summary)
+
+
+if __name__ == "__main__":
+    main()

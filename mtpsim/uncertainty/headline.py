@@ -1,0 +1,115 @@
+"""The answer `mtpsim simulate` puts first: the share-vs-fresh verdict with its interval (from a
+saved `--uncertainty` summary of this very spec, `uncertainty.summary`), the measured delta
+beside it, and the single seeded simulation labelled as what it is.
+
+The summary records a fingerprint of the spec it was made from; a spec changed since (another
+file, a --set) gets no quoted interval, only the command that makes one. numpy-free.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from mtpsim.spec import Experiment
+
+DECISIVE = "output_throughput"
+
+
+def fingerprint(exp: Experiment) -> str:
+    """sha256 of the spec minus labels and the summary's own path (what makes the numbers)."""
+    spec = json.loads(json.dumps(exp.to_dict()))
+    for key in ("description", "source"):
+        spec.pop(key, None)
+    spec.get("uncertainty", {}).pop("summary", None)
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+
+
+def summary_path(exp: Experiment) -> Path | None:
+    raw = exp.uncertainty.summary
+    if not raw:
+        return None
+    p = Path(raw).expanduser()
+    if not p.is_absolute() and exp.source not in ("<memory>", ""):
+        p = Path(exp.source).parent / p
+    return p
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.2f} %".replace("-", "−")
+
+
+def measured_delta(exp: Experiment, policy: str, base: str) -> float | None:
+    rows = exp.calibration.measured
+    a, b = rows.get(base, {}).get(DECISIVE), rows.get(policy, {}).get(DECISIVE)
+    if isinstance(a, int | float) and isinstance(b, int | float) and a:
+        return 100.0 * (b / a - 1)
+    return None
+
+
+def headline(exp: Experiment, results: dict[str, Any], overridden: bool) -> list[str]:
+    """The first lines of a plain simulate: verdict + interval, measured delta, this run."""
+    if len(results) < 2:
+        return []
+    from mtpsim.verdict import same_program
+
+    base, policy = exp.policies[0], exp.policies[1]
+    if same_program(policy, base, exp.k):
+        return [f"{policy} vs {base}: the same program at k = {exp.k} (no draft step reuses a row)"]
+    a, b = results[base].get(DECISIVE), results[policy].get(DECISIVE)
+    sim = 100.0 * (b / a - 1) if a else float("nan")
+    out = []
+    saved = _saved(exp, policy, overridden)
+    if isinstance(saved, dict):
+        iv, n, eff = saved["iv"], saved["draws"], saved["eff"]
+        se = f", MC SE {iv['mc_se']:.2f}" if isinstance(iv.get("mc_se"), int | float) else ""
+        out.append(f"{policy} vs {base}, output throughput: {iv['verdict'].upper()} "
+                   f"{_pct(iv['median'])} [{_pct(iv['lo'])}, {_pct(iv['hi'])}] "
+                   f"({round(100 * saved['prob'])} % interval, {saved['which']}; {n} draws, "
+                   f"{eff:.0f} effective{se}; {saved['path']})")
+    else:
+        out.append(f"{policy} vs {base}, output throughput: no interval for these settings "
+                   f"({saved}); mtpsim simulate {exp.source} --uncertainty 64 gives one")
+    if (meas := measured_delta(exp, policy, base)) is not None:
+        src = exp.calibration.measured_source or "the measured rows"
+        where = " at the measured setup, not these settings" if overridden else ""
+        out.append(f"  measured{where}: {_pct(meas)} ({src})")
+    out.append(f"  this simulation: {_pct(sim)} (one seeded run, no interval; the table below)")
+    return out
+
+
+def _saved(exp: Experiment, policy: str, overridden: bool) -> dict[str, Any] | str:
+    from mtpsim.uncertainty.summary import Interval, verdict
+
+    path = summary_path(exp)
+    if path is None:
+        return "no uncertainty.summary in the spec"
+    if overridden:
+        return "--set changed the spec"
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return f"{path} unreadable"
+    if obj.get("spec_sha256") != fingerprint(exp):
+        return f"{path} was made from other settings"
+    which = "all measured rows" if "all measured rows" in obj.get("summary", {}) else "prior"
+    try:
+        d = obj["summary"][which]["deltas"][policy][DECISIVE]
+        iv = Interval(d["median"], d["lo"], d["hi"], d.get("p_pos", float("nan")),
+                      half=d.get("region", float("nan")))
+    except (KeyError, TypeError):
+        return f"{path} holds no {policy} delta"
+    eff = obj.get("effective_draws", {}).get(which, obj.get("draws_n", 0))
+    return {"iv": {**d, "verdict": verdict(iv, policy, exp.policies[0], DECISIVE, exp.k)},
+            "draws": obj.get("draws_n"), "eff": eff, "prob": obj.get("interval", 0.9),
+            "which": "conditioned on the measured rows" if which != "prior" else "priors only",
+            "path": _shown(path)}
+
+
+def _shown(path: Path) -> str:
+    import os
+
+    rel = os.path.relpath(path.resolve())
+    return rel if not rel.startswith("..") else str(path.resolve())

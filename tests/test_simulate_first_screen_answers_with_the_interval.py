@@ -1,0 +1,48 @@
+"""`mtpsim simulate experiments/pr47352.toml` answers first, within an 80 x 50 screen: the
+share-vs-fresh verdict with its interval (the saved --uncertainty summary of this very spec), the
+PR's measured delta beside it, and the single seeded simulation labelled as one run. A spec
+changed by --set gets no quoted interval, only the command that makes one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from typer.testing import CliRunner
+
+from mtpsim.cli import app
+
+PR = "experiments/pr47352.toml"
+
+
+def _screen(*args: str) -> list[str]:
+    res = CliRunner().invoke(app, ["simulate", PR, *args], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    return res.output.splitlines()[:50]
+
+
+def test_the_first_screen_has_the_verdict_interval_and_measured_delta():
+    first = " ".join(_screen())
+    summary = json.loads(open("docs/data/pr47352-uncertainty/summary.json").read())
+    iv = summary["summary"]["all measured rows"]["deltas"]["share"]["output_throughput"]
+    assert "share vs fresh, output throughput: CANNOT TELL" in first
+    assert f"{iv['lo']:+.2f} %".replace("-", "−") in first and f"{iv['hi']:+.2f} %" in first
+    assert "measured: +0.66 %" in first
+    assert "one seeded run, no interval" in first
+
+
+def test_a_changed_spec_is_not_quoted_an_old_interval(tmp_path):
+    first = " ".join(_screen("--set", "workload.num_prompts=64"))
+    assert "no interval for these settings (--set changed the spec)" in first
+    assert "--uncertainty 64 gives one" in first
+
+
+def test_a_copied_and_edited_file_is_told_apart_by_its_fingerprint(tmp_path):
+    shutil.copytree("docs/data/pr47352-uncertainty", tmp_path / "docs/data/pr47352-uncertainty")
+    (tmp_path / "experiments").mkdir()
+    text = open(PR).read().replace("num_prompts = 256", "num_prompts = 128")
+    assert "num_prompts = 128" in text
+    (tmp_path / "experiments/pr47352.toml").write_text(text)
+    res2 = CliRunner().invoke(app, ["simulate", str(tmp_path / "experiments/pr47352.toml")],
+                              env={"COLUMNS": "80"})
+    assert "was made from other settings" in " ".join(res2.output.split())
