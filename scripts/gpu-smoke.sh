@@ -20,15 +20,16 @@
 #
 # Environment: OUT (required); GPU_SMOKE_BUDGET_S; GPU_SMOKE_VENV (default
 # ${TMPDIR:-/tmp}/mtpsim-gpu-smoke-venv; an existing one is reused); GPU_SMOKE_PYTHON (the
-# Python for the venv without uv, default python3); GPU_SMOKE_CONTEXTS (reference contexts,
-# default "8192 32768 65536"). Nothing here is evaluated as shell code: values are passed as
+# Python for the venv without uv, default python3); GPU_SMOKE_INSTALL=0 (use an existing
+# GPU_SMOKE_VENV as it is, e.g. on a node that cannot reach PyPI); GPU_SMOKE_CONTEXTS
+# (reference contexts, default "8192 32768 65536"). Nothing here is evaluated as shell code: values are passed as
 # single arguments.
 set -u -o pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:?set OUT to the folder for the results}
 BUDGET_S=${GPU_SMOKE_BUDGET_S:-540}
-RESERVE_S=20  # a killed part's 5 s grace, the package list and the summary
+RESERVE_S=15  # the package list and the summary
 VENV=${GPU_SMOKE_VENV:-${TMPDIR:-/tmp}/mtpsim-gpu-smoke-venv}
 BASE_PYTHON=${GPU_SMOKE_PYTHON:-python3}
 read -r -a CONTEXTS <<< "${GPU_SMOKE_CONTEXTS:-8192 32768 65536}"
@@ -49,12 +50,14 @@ log() { printf '%s +%ss %s\n' "$(date -u +%H:%M:%S)" "$(elapsed)" "$*" | tee -a 
 note() { printf '%-14s %s\n' "$1" "$2" >> "$SUMMARY"; }
 skip() { log "SKIP $1: $2"; note "$1" "SKIP ($2)"; }
 
-# part NAME CAP_S NEED_S -- COMMAND...: run COMMAND bounded by min(CAP_S, time left); skipped
-# when less than NEED_S is left. stdout -> $OUT/NAME.out, stderr -> $OUT/NAME.err.
+# part NAME CAP_S NEED_S GRACE_S -- COMMAND...: run COMMAND bounded by min(CAP_S, time left -
+# GRACE_S), then SIGTERM and GRACE_S to stop (run-real stops its vLLM server in that time:
+# smoke-h200.toml's stop grace is 45 s); skipped when less than NEED_S would be left.
+# stdout -> $OUT/NAME.out, stderr -> $OUT/NAME.err.
 part() {
-    local name=$1 cap=$2 need=$3 rc l t
-    shift 4
-    l=$(left)
+    local name=$1 cap=$2 need=$3 grace=$4 rc l t
+    shift 5
+    l=$(( $(left) - grace ))
     if (( l < need )); then
         skip "$name" "$(( l > 0 ? l : 0 ))s left of the ${BUDGET_S}s budget, it needs at least ${need}s"
         FAILED=1
@@ -62,7 +65,7 @@ part() {
     fi
     t=$(( cap < l ? cap : l ))
     log "START $name (at most ${t}s): $*"
-    timeout --kill-after=5 "$t" "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"
+    timeout --kill-after="$grace" "$t" "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"
     rc=$?
     if (( rc == 124 || rc == 137 )); then
         log "TIMEOUT $name after ${t}s (what it wrote: $name.out, $name.err)"
@@ -152,18 +155,22 @@ if [[ -x "$VPY" ]]; then
     log "venv $VENV exists: reused"
     note venv "OK (reused)"
 elif command -v uv > /dev/null; then
-    part venv 120 10 -- uv venv --python 3.12 "$VENV"
+    # uv may have no Python 3.12 to offer offline: then the node's own Python makes the venv.
+    part venv 120 10 5 -- uv venv --python 3.12 "$VENV" \
+        || { [[ -x "$VPY" ]] || part venv-python 120 10 5 -- "$BASE_PYTHON" -m venv "$VENV"; }
 else
-    part venv 120 10 -- "$BASE_PYTHON" -m venv "$VENV"
+    part venv 120 10 5 -- "$BASE_PYTHON" -m venv "$VENV"
 fi
 PACKAGES=("vllm==0.33.0" "cuda-toolkit[nvcc,cccl]==13.0.3" -e "$REPO")
 if [[ ! -x "$VPY" ]]; then
     skip install "no venv Python at $VPY"
     FAILED=1
+elif [[ "${GPU_SMOKE_INSTALL:-1}" == 0 ]]; then
+    skip install "GPU_SMOKE_INSTALL=0: the venv is used as it is"
 elif command -v uv > /dev/null; then
-    part install 330 60 -- uv pip install --python "$VPY" "${PACKAGES[@]}"
+    part install 330 60 5 -- uv pip install --python "$VPY" "${PACKAGES[@]}"
 else
-    part install 330 60 -- "$VPY" -m pip install "${PACKAGES[@]}"
+    part install 330 60 5 -- "$VPY" -m pip install "${PACKAGES[@]}"
 fi
 
 # nvcc from the cuda-toolkit wheel, where DeepGEMM's JIT finds it: through CUDA_HOME.
@@ -181,14 +188,14 @@ fi
 CUDA_OK=0
 if [[ -x "$VPY" ]]; then
     printf '%s\n' "$PROBE" > "$OUT/toolchain-probe.py"
-    part toolchain 150 20 -- "$VPY" "$OUT/toolchain-probe.py" "$OUT" && CUDA_OK=1
+    part toolchain 150 20 5 -- "$VPY" "$OUT/toolchain-probe.py" "$OUT" && CUDA_OK=1
 else
     skip toolchain "no venv Python"
 fi
 
 # 5. doctor
 if [[ -x "$VPY" ]]; then
-    part doctor 90 10 -- "$VPY" -m mtpsim doctor --smoke --json
+    part doctor 90 10 5 -- "$VPY" -m mtpsim doctor --smoke --json
 else
     skip doctor "no venv Python"
 fi
@@ -200,7 +207,7 @@ for policy in share fresh; do
         FAILED=1
         continue
     fi
-    part "smoke-$policy" 240 90 -- "$VPY" -m mtpsim run-real "$REPO/experiments/smoke-h200.toml" \
+    part "smoke-$policy" 240 90 50 -- "$VPY" -m mtpsim run-real "$REPO/experiments/smoke-h200.toml" \
         --engine vllm --smoke --set "policies=[\"$policy\"]" --out "$OUT/smoke-$policy"
 done
 
@@ -209,7 +216,7 @@ if (( CUDA_OK == 0 )); then
     skip reference "torch sees no CUDA device (toolchain probe)"
     FAILED=1
 else
-    part reference 600 30 -- "$VPY" -m mtpsim.vllm_runner.smoke_reference --device cuda \
+    part reference 600 30 10 -- "$VPY" -m mtpsim.vllm_runner.smoke_reference --device cuda \
         --contexts "${CONTEXTS[@]}" --topk 2048 --out "$OUT/reference"
 fi
 
