@@ -173,3 +173,23 @@ def test_device_counts_decide_the_verdict_when_hooks_are_traced(tmp_path, monkey
     (written,) = read_counts(tmp_path)
     assert written.device["served"].indexer == [2, 0, 0]
     assert sharing_verdict(written).engaged is True
+
+
+def test_the_runner_reads_the_process_with_device_counts(tmp_path):
+    from mtpsim.result import Result
+    from mtpsim.spec import load_experiment
+    from mtpsim.trace import Trace
+    from mtpsim.vllm_plugin.counts import PluginCounts, StepCounts
+    from mtpsim.vllm_runner.runner import _vllm_plugin_outputs
+
+    api = PluginCounts(policy="share", pid=1, final=True)  # a process without the draft model
+    worker = PluginCounts(policy="share", pid=2, final=True, hooked_layers=1, hooks_traced=True,
+                          device={"served": StepCounts([9, 7, 7], [9, 0, 0], [0, 0, 0]),
+                                  "startup": StepCounts([1, 1, 1], [1, 0, 0], [0, 0, 0])})
+    for c in (api, worker):
+        (tmp_path / f"vllm-counts-{c.pid}.json").write_text(json.dumps(c.to_json()))
+    exp = load_experiment("experiments/smoke-h200.toml", [])
+    result = Result(mode="vllm", policy="share", metrics={})
+    _vllm_plugin_outputs(exp, "share", tmp_path, result, Trace("vllm", "share", 3, 2048), False)
+    assert result.extra["sharing_engaged"].startswith("sharing engaged: yes (device")
+    assert result.extra["plugin_counts"]["pid"] == 2

@@ -254,7 +254,10 @@ def _vllm_plugin_outputs(exp: Experiment, policy: str, folder: Path, result: Res
         line = ("sharing engaged: unknown (the mtpsim plugin wrote no counts: was mtpsim "
                 "installed in vLLM's Python?)")
     else:
-        best = max(counts, key=lambda c: sum(sum(s.forwards) for s in c.contexts.values()))
+        # The process that ran the draft model: most forwards, hook or device counted (under a
+        # compiled draft model only the device counts exist).
+        best = max(counts, key=lambda c: sum(sum(s.forwards) for s in (
+            *c.contexts.values(), *(c.device or {}).values())))
         line = sharing_verdict(best).line()
         result.extra["plugin_counts"] = best.to_json()
     result.extra["sharing_engaged"] = line
