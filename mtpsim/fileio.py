@@ -60,7 +60,21 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2) + "\n")
+    atomic_write_text(path, dumps(obj, indent=2) + "\n")
+
+
+def dumps(obj: Any, **kwargs: Any) -> str:
+    """The one way mtpsim writes JSON (files and --json): strict, NaN/inf as null (finite_json);
+    other objects (numpy numbers) as floats."""
+    kwargs.setdefault("default", _number_or_null)
+    return json.dumps(finite_json(obj), allow_nan=False, **kwargs)
+
+
+def _number_or_null(x: Any) -> Any:
+    try:
+        return finite_json(float(x))
+    except (TypeError, ValueError):
+        return None
 
 
 def output_dir(path: str | Path, option: str) -> Path:
@@ -98,4 +112,6 @@ def finite_json(x: Any) -> Any:
         return [finite_json(v) for v in x]
     if isinstance(x, float) and not math.isfinite(x):
         return None
+    if type(x).__module__ == "numpy" and hasattr(x, "item"):  # numpy scalars and arrays
+        return finite_json(x.item() if getattr(x, "ndim", 0) == 0 else x.tolist())
     return x

@@ -18,13 +18,12 @@ verified request:
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mtpsim.errors import TraceError
-from mtpsim.fileio import atomic_write_text
+from mtpsim.fileio import atomic_write_text, dumps
 from mtpsim.inputs import loads_json, read_text
 from mtpsim.policies import POLICIES
 from mtpsim.result import PHASES
@@ -50,7 +49,7 @@ class Trace:
                 "index_topk": self.index_topk, "phases": list(PHASES), "meta": self.meta}
 
     def write(self, path: str | Path) -> None:
-        lines = [json.dumps(self.header())] + [json.dumps(asdict(s)) for s in self.steps]
+        lines = [dumps(self.header())] + [dumps(asdict(s)) for s in self.steps]
         atomic_write_text(path, "\n".join(lines) + "\n")
 
     def accepted_per_pos(self) -> list[int]:

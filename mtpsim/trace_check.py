@@ -4,7 +4,6 @@ times finite and non-negative. Every failure is a `TraceError` naming the file, 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +42,16 @@ def read_int(obj: dict[str, Any], key: str, where: str, source: Path, lo: int, h
     return v
 
 
-def _seconds(v: Any, key: str, where: str, source: Path) -> float:
-    if not isinstance(v, int | float) or isinstance(v, bool) or not 0 <= v < math.inf:
-        raise _fail(source, where, key, f"expected non-negative finite seconds, got {short(v)}")
+# One engine step's phase (or shadow) time: ten minutes is far past any step of any engine here;
+# a run's clock (time_s): ten days. A bigger number is a unit error, and squaring it in the
+# cost fit overflows.
+MAX_STEP_S = 600.0
+MAX_RUN_S = 864_000.0
+
+
+def _seconds(v: Any, key: str, where: str, source: Path, most: float = MAX_STEP_S) -> float:
+    if not isinstance(v, int | float) or isinstance(v, bool) or not 0 <= v <= most:
+        raise _fail(source, where, key, f"expected seconds in 0..{most:g}, got {short(v)}")
     return float(v)
 
 
@@ -64,10 +70,10 @@ def _list(obj: dict[str, Any], key: str, where: str, source: Path, max_len: int,
 def _attention(obj: dict[str, Any], where: str, source: Path) -> dict[str, float]:
     att = obj.get("attention", {})
     if (not isinstance(att, dict) or not set(att) <= set(PHASES)
-            or any(not isinstance(v, int | float) or isinstance(v, bool) or not 0 <= v < math.inf
+            or any(not isinstance(v, int | float) or isinstance(v, bool) or not 0 <= v <= MAX_STEP_S
                    for v in att.values())):
-        raise TraceError(source, f"{where}: attention",
-                         f"expected an object of non-negative seconds keyed by {', '.join(PHASES)}")
+        raise TraceError(source, f"{where}: attention", f"expected an object of seconds in "
+                         f"0..{MAX_STEP_S:g} keyed by {', '.join(PHASES)}")
     return {p: float(v) for p, v in att.items()}
 
 
@@ -106,7 +112,7 @@ def step(obj: Any, k: int, where: str, source: Path) -> TraceStep:
                     f"expected one count per draft step ({k}) or none, got {len(calls)}")
     return TraceStep(
         step=read_int(obj, "step", where, source, 0, 10**12),
-        time_s=_seconds(obj.get("time_s"), "time_s", where, source),
+        time_s=_seconds(obj.get("time_s"), "time_s", where, source, MAX_RUN_S),
         num_reqs=num_reqs,
         num_prefills=read_int(obj, "num_prefills", where, source, 0, 10**9),
         phases={p: _seconds(phases[p], f"phases.{p}", where, source) for p in PHASES},

@@ -107,6 +107,9 @@ class Calibration:
 
 
 
+MAX_GAP_S = 10.0  # host time between two engine steps; more is a unit error, not a server
+
+
 def _finite(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
@@ -197,8 +200,8 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
     pol = rd.table(acc, "policies", "acceptance.")
     policies = {str(p): rd.rows(v, f"acceptance.policies.{p}", 2) for p, v in pol.items()}
     ctx_ref = rd.num(acc, "context_ref", "acceptance.")
-    if ctx_ref is None or not 0 < ctx_ref <= 1e9:
-        raise rd.fail("acceptance.context_ref", "expected a positive number of tokens (<= 1e9)")
+    if ctx_ref is None or not 1 <= ctx_ref <= 1e9:  # a geometric mean of contexts: >= 1 token
+        raise rd.fail("acceptance.context_ref", "expected a number of tokens in 1..1e9")
     k = len(base)
     for p, rows in policies.items():
         if len(rows) != k:
@@ -215,6 +218,9 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
     cost = rd.table(obj, "cost", "")
     phases_raw = rd.table(cost, "phases", "cost.")
     phases: dict[str, PhaseFit] = {}
+    from mtpsim.models.cost import StepQuantities, cost_features
+
+    known = cost_features(StepQuantities(), 1, 1)  # the features each phase can be priced on
     for p in PHASES:
         ph = rd.table(phases_raw, p, "cost.phases.")
         where = f"cost.phases.{p}."
@@ -225,22 +231,26 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
                            for c in coef)):
             raise rd.fail(f"{where}coef", "expected one non-negative number (seconds per unit, at "
                           "most 1e3) per name in features")
+        if unknown := [f for f in feats if f not in known[p]]:  # else priced at 0 s, silently
+            raise rd.fail(f"{where}features", f"expected features of {p} ({', '.join(known[p])}), "
+                          f"got {unknown[0]!r}")
         phases[p] = PhaseFit(list(feats), [float(c) for c in coef],
                              float(rd.num(ph, "r2", where, optional=True) or math.nan),
                              float(rd.num(ph, "rmse_s", where, optional=True) or math.nan),
                              int(rd.num(ph, "n", where) or 0))
     gap = rd.num(cost, "gap_s", "cost.")
-    if gap is None or gap < 0:
-        raise rd.fail("cost.gap_s", "expected non-negative seconds")
+    if gap is None or not 0 <= gap <= MAX_GAP_S:
+        raise rd.fail("cost.gap_s", f"expected seconds between engine steps in 0..{MAX_GAP_S:g}")
     sources = rd.get(obj, "sources", "")
     if not isinstance(sources, list) or not sources or not all(
             isinstance(s, dict) and isinstance(s.get("policy"), str) for s in sources):
         raise rd.fail("sources", "expected a non-empty list of {path, policy, ...} objects")
     ranges = rd.table(obj, "ranges", "")
     for key, v in ranges.items():
+        low = 0 if key == "temperature" else 1  # tokens, requests, k, top-k: at least 1
         if not isinstance(v, list) or not all(
-                isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in v):
-            raise rd.fail(f"ranges.{key}", f"expected a list of numbers, got {_short(v)}")
+                isinstance(x, int | float) and not isinstance(x, bool) and low <= x <= 1e9 for x in v):
+            raise rd.fail(f"ranges.{key}", f"expected a list of numbers in {low}..1e9, got {_short(v)}")
     return Calibration(
         engine=str(obj.get("engine", "")), sources=sources,
         acceptance=AcceptanceFit(float(ctx_ref), base, kappa, float(sigma), policies,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +9,8 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
+
+from mtpsim.fileio import dumps
 
 console = Console()
 err_console = Console(stderr=True)
@@ -74,7 +75,7 @@ def advise(
     doubt = _doubt(adv, prob)
     verdict = _verdict(adv, prob, doubt) + [_mc_line(adv, rows)]
     if as_json:
-        typer.echo(json.dumps({
+        typer.echo(dumps({
             "deployment": str(deployment), "draws": dep.draws, "wall_s": adv.wall_s,
             "best_fresh_k": adv.best_fresh(),
             "recommendation": {"k": k, "policy": p, "gain_pct": iv.to_json(), "robust": robust},

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Annotated
@@ -11,7 +10,7 @@ import typer
 from rich.console import Console
 
 from mtpsim.errors import SpecError, UserError
-from mtpsim.fileio import atomic_write_text
+from mtpsim.fileio import atomic_write_text, dumps
 
 console = Console()
 err_console = Console(stderr=True)
@@ -77,7 +76,7 @@ def calibrate(
     if wrote:
         write_factors(experiment, fit.after)
     if as_json:
-        typer.echo(json.dumps({"before": fit.before, "after": fit.after, "measured": fit.measured,
+        typer.echo(dumps({"before": fit.before, "after": fit.after, "measured": fit.measured,
                                "simulated": fit.simulated, "evaluations": fit.evaluations,
                                "success": fit.success, "message": fit.message,
                                "condition": fit.condition, "identifiable": identifiable(fit)},

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -12,6 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from mtpsim.errors import UserError
+from mtpsim.fileio import dumps
+from mtpsim.numbers import signed
 
 if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
     from mtpsim.compare import ABReport, ABRow
@@ -46,7 +47,9 @@ def _load_inputs(inputs: list[str]) -> list[Result]:
 def _fmt(x: float, key: str = "") -> str:
     if math.isnan(x):
         return "-"
-    if key.endswith("num_drafts") or abs(x) >= 1000:
+    from mtpsim.numbers import is_count
+
+    if is_count(key) or abs(x) >= 1000:
         return f"{x:,.0f}"
     return f"{x:.2f}" if abs(x) >= 0.1 or x == 0 else f"{x:.4f}"
 
@@ -95,7 +98,7 @@ def _ab_table(rep: ABReport, mode: str) -> Table:
         t.add_column(col, justify="left" if col in ("Metric", "Verdict") else "right")
     for r in rep.rows:
         rel = r.paired_mean_pct if r.rounds else r.rel_pct  # paired: the CI's own centre
-        t.add_row(r.label, _fmt(r.a, r.key), _fmt(r.b, r.key), _fmt(r.delta), f"{rel:+.2f}%",
+        t.add_row(r.label, _fmt(r.a, r.key), _fmt(r.b, r.key), _fmt(r.delta, r.key), signed(rel, 2, "%"),
                   *((_ci(r), "-" if r.p_above != r.p_above else f"{r.p_above:.2f}") if has_ci else ()),
                   _verdict(rep, r))
     from mtpsim.report.fit import footnote_dashes
@@ -246,7 +249,7 @@ def compare(
                         f"real result, or the baseline policy {baseline!r} and another in one mode "
                         f"(found {sorted((m, p) for m in by_mode for p in by_mode[m])})")
     if as_json:
-        typer.echo(json.dumps(out, indent=2, default=lambda x: None))
+        typer.echo(dumps(out, indent=2))
 
 
 def _compare_sweep(path: Path, baseline: str, num_boot: int, seed: int, as_json: bool) -> None:
@@ -289,4 +292,4 @@ def _compare_sweep(path: Path, baseline: str, num_boot: int, seed: int, as_json:
         raise UserError(path, None, f"expected a real sweep with the baseline policy {baseline!r} "
                         "and another in some point")
     if as_json:
-        typer.echo(json.dumps({"sweep": out}, indent=2, default=lambda x: None))
+        typer.echo(dumps({"sweep": out}, indent=2))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from mtpsim.errors import UserError
+from mtpsim.fileio import dumps
 
 console = Console()
 STYLE = {"OK": "green", "WARN": "yellow", "FAIL": "bold red", "SKIP": "dim"}
@@ -61,7 +61,7 @@ def doctor(
         checks = run_checks(Context(Probe(), engine, exp))
     failed = any(c.status == "FAIL" for c in checks)
     if as_json:
-        typer.echo(json.dumps({"engine": engine, "experiment": str(experiment or ""),
+        typer.echo(dumps({"engine": engine, "experiment": str(experiment or ""),
                                "mode": "smoke" if smoke else "experiment",
                                "ok": not failed, "checks": [c.to_json() for c in checks]},
                               indent=2))

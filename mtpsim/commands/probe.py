@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
+
+from mtpsim.fileio import dumps
 
 
 def probe(
@@ -22,7 +23,7 @@ def probe(
 
     rec = run_probe(repeats)
     if as_json:
-        typer.echo(json.dumps(rec))
+        typer.echo(dumps(rec))
         return
     typer.echo(f"probe v{rec['version']}: wall {rec['wall_s']:.4f} s, CPU {rec['cpu_s']:.4f} s "
                f"(median of {rec['repeats']}, one thread; wall/CPU {rec['wall_s'] / rec['cpu_s']:.2f}: "

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from mtpsim.fileio import dumps
+
 if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
     from mtpsim.calibration import Calibration
     from mtpsim.result import Result
@@ -188,7 +190,7 @@ def simulate(
         payload = {name: {k: v for k, v in res.to_json().items() if k != "requests"}
                    for name, res in results.items()}
         extra = {} if calibration is None else {"calibration": calibration.to_json()}
-        typer.echo(json.dumps({"experiment": str(experiment), "wall_s": wall,
+        typer.echo(dumps({"experiment": str(experiment), "wall_s": wall,
                                "results": payload, **extra}, indent=2))
         for line in notes:
             err_console.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -18,6 +18,9 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from mtpsim.fileio import dumps
+from mtpsim.numbers import signed
+
 console = Console()
 err_console = Console(stderr=True)
 
@@ -55,7 +58,7 @@ def _table(rows: list[dict[str, Any]], keys: list[str], title: str) -> Table:
         if point not in base:
             base[point], delta = tput, ""
         else:
-            delta = f"{100 * (tput / base[point] - 1):+.2f}%"
+            delta = signed(100 * (tput / base[point] - 1), 2, "%")
         t.add_row(*[str(r[k]) for k in keys], r["policy"],
                   *[_fmt(f, r.get(m)) for m, _, f in _COLUMNS], delta)
     return t
@@ -282,7 +285,7 @@ def _simulated(experiment: Path, set_: list[str] | None, axes: list, points: lis
         atomic_write_json(out / "sweep.json", {"experiment": str(experiment), "sets": list(set_ or []),
                                                "axes": [a.key for a in axes], "rows": rows})
     if as_json:
-        typer.echo(json.dumps({"experiment": str(experiment), "axes": [a.key for a in axes],
+        typer.echo(dumps({"experiment": str(experiment), "axes": [a.key for a in axes],
                                "points": len(points), "resumed": resumed, "wall_s": wall,
                                "failed": failed, "rows": rows}, indent=2))
     else:
@@ -357,7 +360,7 @@ def _real(experiment: Path, set_: list[str] | None, axes: list, points: list, ou
                "failed": failed}
     atomic_write_json(out / "sweep.json", summary)
     if as_json:
-        typer.echo(json.dumps({**summary, "points": len(points), "resumed": counts["resumed"],
+        typer.echo(dumps({**summary, "points": len(points), "resumed": counts["resumed"],
                                "wall_s": wall}, indent=2))
     else:
         keys = [a.key for a in axes]

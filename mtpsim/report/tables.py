@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
+from mtpsim.numbers import is_count, signed
 from mtpsim.report.fit import footnote_dashes
 from mtpsim.result import PHASES, Result
 
@@ -50,7 +51,7 @@ def _rows(results: Mapping[str, Result]) -> list[tuple[str, str, str]]:
 def _fmt(x: float, key: str) -> str:
     if math.isnan(x):
         return "-"
-    if key.startswith("spec_decode_num") or key.endswith(("_tokens", "draft_tokens")):
+    if is_count(key):
         return f"{x:,.0f}"
     if key == "spec_decode_acceptance_length":
         return f"{x:.3f}"
@@ -61,10 +62,10 @@ def _delta(a: float, b: float, kind: str) -> str:
     if math.isnan(a) or math.isnan(b):
         return "-"
     if kind == "pp":
-        return f"{b - a:+.2f} pp"
+        return signed(b - a, 2, " pp")
     if kind == "abs":
-        return f"{b - a:+.3f}"
-    return f"{100.0 * (b - a) / a:+.2f} %" if a else "-"
+        return signed(b - a, 3)
+    return signed(100.0 * (b - a) / a, 2, " %") if a else "-"
 
 
 def pr_table(results: Mapping[str, Result], title: str = "") -> Table:
@@ -98,7 +99,7 @@ def phase_table(results: Mapping[str, Result]) -> Table:
     rows.append(("total", [sum(results[n].phases.get(p, 0.0) for p in PHASES) for n in names]))
     for phase, vals in rows:
         t.add_row(phase, *[f"{1e3 * v:.3f}" for v in vals],
-                  *[f"{1e6 * (v - vals[0]):+.1f}" for v in vals[1:]])
+                  *[signed(1e6 * (v - vals[0]), 1) for v in vals[1:]])
     return t
 
 
@@ -141,7 +142,8 @@ def summary_lines(results: Mapping[str, Result]) -> list[str]:
         b = results[n]
         thr = 100.0 * (b.get("output_throughput") / a.get("output_throughput") - 1.0)
         dlen = b.get("spec_decode_acceptance_length") - a.get("spec_decode_acceptance_length")
-        line = f"{n} vs {names[0]}: output throughput {thr:+.2f} % (acceptance length {dlen:+.4f})"
+        line = (f"{n} vs {names[0]}: output throughput {signed(thr, 2, ' %')} (acceptance length "
+                f"{signed(dlen, 4) if math.isfinite(dlen) else 'n/a: no drafts'})")
         saved = b.extra.get("step_saving_vs_fresh_s")
         if names[0] == "fresh" and saved is not None:
             verb = "saves" if saved >= 0 else "costs"

@@ -305,6 +305,17 @@ def _check_across_sections(exp: Experiment, source: str,
             except ValueError as err:
                 raise SpecError(src("acceptance", label.split(".")[1]), label,
                                 f"expected non-increasing marginal rates ({err})") from None
+    for policy, row in c.measured.items():
+        for key, v in row.items():
+            values = v if isinstance(v, tuple) else (v,)
+            # throughputs, times and acceptance lengths are positive (a 0 throughput divides);
+            # counts and rates non-negative; all finite and below any benchmark's 1e12
+            low_open = key.endswith(("_throughput", "_ms")) or key.endswith("acceptance_length")
+            if not all(isinstance(x, int | float) and (0 < x if low_open else 0 <= x) and x <= 1e12
+                       for x in values):
+                raise SpecError(src("calibration", "measured"), f"calibration.measured.{policy}.{key}",
+                                f"expected a {'positive' if low_open else 'non-negative'} number "
+                                f"up to 1e12, got {v!r}")
     if c.fit and c.measured:
         row = c.measured.get(c.fit_policy)
         if row is None:

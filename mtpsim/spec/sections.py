@@ -27,6 +27,7 @@ FITTABLE = ("mem_efficiency", "compute_efficiency", "comm_efficiency", "overhead
 
 _pos = at_least(1)
 _nonneg = at_least(0)
+_PCT_SD = in_range(0, 1000)  # an SD in %: beyond 1000 % it is no model, and exp() overflows
 _MAX_LEN = 10_000_000  # tokens of one prompt or output
 
 
@@ -298,14 +299,14 @@ class UncertaintySpec:
                           "file; scripts/headline_figures.py --regenerate-uncertainty): a plain "
                           "simulate quotes its verdict first while the spec is unchanged")
     rope_timing_pct: float = option(0.5, "region of practical equivalence of a timing delta, "
-                                    "± % (inside it: no practical difference)", _nonneg)
+                                    "± % (inside it: no practical difference)", _PCT_SD)
     rope_acceptance_length: float = option(0.01, "region of practical equivalence of an "
                                            "acceptance-length delta, ±", _nonneg)
     paired: bool = option(True, "every policy of a draw on the same random numbers (the "
                           "expected effect); false: each its own seed, so a delta carries the "
                           "noise of one A/B run (for scoring against one measured run)")
     timing_noise_pct: float = option(2.0, "run-to-run SD of a measured timing figure, % "
-                                     "(conditioning on measured rows)", greater_than(0))
+                                     "(conditioning on measured rows)", in_range(1e-6, 1000))
     row_timing_correlation: float = option(
         0.8, "correlation (magnitude) of one measured row's throughput and TPOT errors (one run: "
         "a fast run shows both); assumed", in_range(0.0, 0.95))
@@ -316,24 +317,24 @@ class UncertaintySpec:
                                      "placebo noise floor of the measured rows, else 0.01)",
                                      _nonneg)
     discrepancy_pct: float = option(3.0, "model-discrepancy SD of timings inside the "
-                                    "calibrated range, %", _nonneg)
+                                    "calibrated range, %", _PCT_SD)
     extrapolation_pct: float = option(4.0, "added timing SD per unit of distance outside the "
                                       "calibrated range (octaves of k, context, top-k, batch), %",
-                                      _nonneg)
+                                      _PCT_SD)
     acceptance_extrapolation_pct: float = option(
         3.0, "added SD of acceptance length - 1 per unit of distance (context: see below), %",
-        _nonneg)
+        _PCT_SD)
     context_acceptance_extrapolation_pct: float = option(
         35.0, "added SD of acceptance length - 1 per octave of context beyond a trace "
-        "calibration's range, % (a fitted ln-context trend extrapolates worst)", _nonneg)
+        "calibration's range, % (a fitted ln-context trend extrapolates worst)", _PCT_SD)
     effect_extrapolation_pct: float = option(
         25.0, "added log-SD of a policy's effect against the first policy per unit of "
-        "distance, %", _nonneg)
+        "distance, %", _PCT_SD)
     effect_acceptance_extrapolation_pct: float = option(
         8.0, "added SD of a policy's acceptance-length change against the first policy per "
         "unit of distance, % of the first policy's acceptance length - 1 (additive, so a "
-        "near-zero predicted change widens too)", _nonneg)
+        "near-zero predicted change widens too)", _PCT_SD)
     context_effect_acceptance_extrapolation_pct: float = option(
-        15.0, "the same per octave of context beyond a trace calibration's range, %", _nonneg)
+        15.0, "the same per octave of context beyond a trace calibration's range, %", _PCT_SD)
     machine_pct: float = option(40.0, "timing SD when the machine differs from the "
-                                "calibration's (CPU model, GPU, threads, TP), %", _nonneg)
+                                "calibration's (CPU model, GPU, threads, TP), %", _PCT_SD)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 from rich.console import Console
+
+from mtpsim.fileio import dumps
 
 console = Console()
 err_console = Console(stderr=True)
@@ -41,7 +42,7 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
     if out is not None:
         atomic_write_json(out / "uncertainty.json", payload)
     if as_json:
-        typer.echo(json.dumps(payload, indent=2, default=float))
+        typer.echo(dumps(payload, indent=2))
         return
     groups = tables.intervals_groups(run)
     print_table(console, tables.intervals_table(run, PRIOR, shown), group=groups)
@@ -71,7 +72,7 @@ def sweep_uncertainty(experiment: str, axes, points, n: int, jobs: int, out: Pat
     records = run_grid(experiment, points, n, jobs, out)
     keys = [a.key for a in axes]
     if as_json:
-        typer.echo(json.dumps({"experiment": experiment, "axes": keys, "draws": n,
+        typer.echo(dumps({"experiment": experiment, "axes": keys, "draws": n,
                                "points": [{k: v for k, v in r.items() if k != "run"}
                                           for r in records]}, indent=2))
         return

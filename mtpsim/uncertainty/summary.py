@@ -149,6 +149,8 @@ def interval(x: np.ndarray, w: np.ndarray | None, prob: float, delta: bool = Fal
              half: float = math.nan) -> Interval:
     a = (1 - prob) / 2
     p = above = math.nan
+    if not np.all(np.isfinite(np.asarray(x, float))):  # a draw without this figure: none at all
+        return Interval(math.nan, math.nan, math.nan, math.nan, math.nan, half, math.nan)
     if delta:
         ww = np.ones(len(x)) if w is None else np.asarray(w, float)
         p = float(ww[np.asarray(x) > 0].sum() / ww.sum())
@@ -198,7 +200,9 @@ def delta_values(values: list[dict[str, dict[str, float]]], policy: str, base: s
     """Per draw: policy vs base, in % for timings, absolute for acceptance length."""
     if metric in ACCEPTANCE:
         return np.array([v[policy][metric] - v[base][metric] for v in values])
-    return np.array([100 * (v[policy][metric] / v[base][metric] - 1) for v in values])
+    # a relative change against a zero base (no ITL in a one-token answer) has no value: NaN
+    return np.array([100 * (v[policy][metric] / v[base][metric] - 1) if v[base][metric]
+                     else math.nan for v in values])
 
 
 def verdict(iv: Interval, policy: str, base: str, metric: str = "output_throughput",

@@ -8,6 +8,7 @@ import math
 from rich import box
 from rich.table import Table
 
+from mtpsim.numbers import signed
 from mtpsim.report.fit import COMMAND
 from mtpsim.uncertainty.draws import BENCH_METRICS, METRICS
 from mtpsim.uncertainty.posterior import ess
@@ -41,13 +42,21 @@ def choose_metrics(spec: str | None) -> tuple[str, ...]:
 
 
 def _iv(iv: Interval, fmt: str) -> str:
+    if not math.isfinite(iv.median):
+        return "n/a"
     return f"{fmt.format(iv.median)} [{fmt.format(iv.lo)}, {fmt.format(iv.hi)}]"
 
 
+def _num(x: float, fmt: str = "{:.2f}") -> str:
+    return fmt.format(x) if math.isfinite(x) else "n/a"
+
+
 def _delta(iv: Interval, metric: str) -> str:
+    if not math.isfinite(iv.median):
+        return "n/a"
     if metric == "spec_decode_acceptance_length":
-        return f"{iv.median:+.4f} [{iv.lo:+.4f}, {iv.hi:+.4f}]"
-    return f"{iv.median:+.2f} % [{iv.lo:+.2f}, {iv.hi:+.2f}]"
+        return f"{signed(iv.median, 4)} [{signed(iv.lo, 4)}, {signed(iv.hi, 4)}]"
+    return f"{signed(iv.median)} % [{signed(iv.lo)}, {signed(iv.hi)}]"
 
 
 def _se(iv: Interval, metric: str) -> str:
@@ -79,7 +88,8 @@ def intervals_table(run: UncertaintyRun, which: str, metrics: tuple[str, ...] = 
         cells = [_iv(s["metrics"][p][m], fmt) for p in run.policies]
         for p in run.policies[1:]:
             iv = s["deltas"][p][m]
-            cells += [_delta(iv, m), f"{iv.p_above:.2f}", _se(iv, m), verdict(iv, p, base, m, run.exp.k)]
+            cells += [_delta(iv, m), _num(iv.p_above), _se(iv, m),
+                      verdict(iv, p, base, m, run.exp.k) if math.isfinite(iv.median) else "n/a"]
         t.add_row(label, *cells)
     return t
 
