@@ -15,6 +15,7 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "ray": (("ray",), "pip install -e '.[ray]'"),
     # vLLM brings its own CUDA torch and needs a GPU node: its install route is a page, not a line.
     "vllm": (("vllm",), "on a GPU node, follow docs/real-mode.md (pip install vllm==0.33.0)"),
+    "sglang": (("sglang",), "on a GPU node, install SGLang (https://docs.sglang.io)"),
 }
 
 
@@ -36,11 +37,10 @@ def require(flag: str, *extras: str) -> None:
 
 
 def require_engine(engine: str, server: bool = False) -> None:
-    """The extras a real run on `engine` needs: the reference engine in-process (torch), behind
-    `serve-reference` (torch and the HTTP server), or vLLM (the benchmark client too)."""
-    if engine == "vllm":
-        require("--engine vllm", "vllm", "serve")
-    elif server:
-        require("--server", "reference", "serve")
-    else:
-        require("--engine reference", "reference")
+    """The extras a real run on `engine` needs (its backend's, mtpsim.real): the reference
+    engine in-process (torch), behind `serve-reference` (torch and the HTTP server), or a
+    served engine (the engine and the benchmark client)."""
+    from mtpsim.real import backend
+
+    b = backend(engine, server)
+    require(b.flag, *b.caps.extras)

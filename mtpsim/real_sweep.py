@@ -24,6 +24,7 @@ from typing import Any
 
 from mtpsim.errors import ResultError, SpecError
 from mtpsim.fileio import atomic_write_json, atomic_write_text
+from mtpsim.real.backend import Backend, backend
 from mtpsim.sweep import ROW_METRICS, Axis, ExperimentRef, Point, load_point
 
 FORMAT = "mtpsim-real-sweep-point"
@@ -32,14 +33,18 @@ VERSION = 1
 
 @dataclass(frozen=True, slots=True)
 class RealPlan:
-    engine: str  # "reference" or "vllm"
+    engine: str  # an engine of mtpsim.real.ENGINES
     repeats: int = 1
     server: bool = False  # reference: behind `mtpsim serve-reference`, as vLLM runs
     retries: int = 2  # reruns of a point whose node died or whose server failed
 
     @property
+    def backend(self) -> Backend:
+        return backend(self.engine, self.server)
+
+    @property
     def mode(self) -> str:
-        return "reference" if self.engine == "reference" else self.engine
+        return self.backend.caps.mode
 
 
 def point_dir(out: Path, point: Point) -> Path:
@@ -126,13 +131,11 @@ def run_repeats(experiment: ExperimentRef, point: Point, plan: RealPlan, repeats
     """Run the given repeats of one point, A B A B ..., handing each finished run to `sink`
     as {"repeat", "policy", "result" (JSON), "trace" (JSONL text)}. Servers run here, on
     127.0.0.1, with their logs in a temporary folder."""
-    from mtpsim.commands.run_real import policy_runner
-
     node = this_node()
     work = Path(tempfile.mkdtemp(prefix="mtpsim-point-"))
     try:
         base = load_point(experiment, point.overrides)
-        runner = policy_runner(plan.engine, plan.server, work)
+        runner = plan.backend.runner(work)
         for r in repeats:
             exp = load_point(experiment, repeat_overrides(point, base.seed, r))
             for policy in exp.policies:

@@ -186,7 +186,7 @@ def test_an_interval_is_one_figure_and_a_verdict_is_words():
 @pytest.mark.parametrize("width", [80, 120])
 def test_run_real_report(tables, width, tmp_path, monkeypatch):
     """The run-real report (its engine replaced by the simulator, which fills the same Result)."""
-    import mtpsim.commands.run_real as rr
+    from mtpsim.real.reference import InProcessReference
     from mtpsim.sim.simulator import simulate
 
     class NoTrace:
@@ -194,7 +194,7 @@ def test_run_real_report(tables, width, tmp_path, monkeypatch):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_text("")
 
-    monkeypatch.setitem(rr.RUNNERS, "reference", f"{__name__}:_sim_runner")
+    monkeypatch.setattr(InProcessReference, "target", f"{__name__}:_sim_runner")
     monkeypatch.setattr(sys_module(), "_sim_runner",
                         lambda exp, policy, progress: (simulate(exp, policy), NoTrace()), raising=False)
     exp = write_small(tmp_path)

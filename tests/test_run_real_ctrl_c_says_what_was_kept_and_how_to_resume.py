@@ -56,8 +56,8 @@ def _interrupted_line(text: str) -> str:
 
 
 def test_the_line_names_kept_lost_and_the_resume_command(tmp_path, monkeypatch):
-    import mtpsim.commands.run_real as rr
     from mtpsim.engine.runner import run_policy
+    from mtpsim.real.reference import InProcessReference
 
     def interrupt_share(exp, policy, progress):
         if policy == "share":
@@ -65,7 +65,7 @@ def test_the_line_names_kept_lost_and_the_resume_command(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return run_policy(exp, policy, progress)
 
-    monkeypatch.setitem(rr.RUNNERS, "reference", f"{__name__}:_runner")
+    monkeypatch.setattr(InProcessReference, "target", f"{__name__}:_runner")
     monkeypatch.setattr(sys.modules[__name__], "_runner", interrupt_share, raising=False)
     spec, out = _spec(tmp_path, 3, 8), tmp_path / "out"
     res = CliRunner().invoke(app, ["run-real", str(spec), "--out", str(out), "--set", "seed=5",

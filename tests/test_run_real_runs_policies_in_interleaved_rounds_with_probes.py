@@ -52,15 +52,15 @@ def test_rounds_are_written_probed_and_pooled(tmp_path):
 
 
 def test_an_interrupted_rounds_run_resumes_the_rounds_it_lacks(tmp_path, monkeypatch):
-    import mtpsim.commands.run_real as rr
     from mtpsim.engine.runner import run_policy
+    from mtpsim.real.reference import InProcessReference
 
     def stop_in_round_2(exp, policy, progress, requests=None):
         if requests is not None and requests.start == 4:
             raise KeyboardInterrupt
         return run_policy(exp, policy, progress, requests=requests)
 
-    monkeypatch.setitem(rr.RUNNERS, "reference", f"{__name__}:_runner")
+    monkeypatch.setattr(InProcessReference, "target", f"{__name__}:_runner")
     monkeypatch.setattr(sys.modules[__name__], "_runner", stop_in_round_2, raising=False)
     spec, out = _spec(tmp_path), tmp_path / "out"
     args = ["run-real", str(spec), "--out", str(out), "--rounds", "3", "--no-probe"]
@@ -68,7 +68,7 @@ def test_an_interrupted_rounds_run_resumes_the_rounds_it_lacks(tmp_path, monkeyp
     assert first.exit_code == 130, first.output
     assert "fresh rounds 2/3" in first.output and "--rounds 3" in first.output
     assert not (out / "fresh.json").exists()
-    monkeypatch.setitem(rr.RUNNERS, "reference", "mtpsim.engine.runner:run_policy")
+    monkeypatch.setattr(InProcessReference, "target", "mtpsim.engine.runner:run_policy")
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 0, again.output
     assert len(load_result(out / "fresh.json").extra["rounds"]) == 3

@@ -25,17 +25,15 @@ def test_an_unsupported_policy_is_refused_before_any_policy_runs(tmp_path, monke
 
 
 def test_the_reference_engine_still_runs_every_policy(tmp_path, monkeypatch):
-    from mtpsim.commands import run_real
+    from mtpsim.real import reference
 
     started: list[str] = []
 
-    def fake(exp, policy, progress=None):
+    def fake(exp, policy, progress=None, requests=None):  # requests: one round's
         started.append(policy)
         raise KeyboardInterrupt  # stop after the first: only the order matters here
 
-    monkeypatch.setitem(run_real.RUNNERS, "reference", "tests_fake:run")
-    monkeypatch.setattr(run_real.importlib, "import_module",
-                        lambda name: type("M", (), {"run": staticmethod(fake)}))
+    monkeypatch.setattr(reference.InProcessReference, "runner", lambda self, *a, **k: fake)
     res = CliRunner().invoke(app, ["run-real", "experiments/reference-cpu.toml",
                                    "--out", str(tmp_path / "out"), "-p", "share_recent"])
     assert started == ["share_recent"], res.output

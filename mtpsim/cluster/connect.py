@@ -17,12 +17,9 @@ PROBE_TIMEOUT_S = 180.0
 # answer) would otherwise keep ray.init retrying for many minutes.
 INIT_TIMEOUT_ENV = "MTPSIM_RAY_INIT_TIMEOUT_S"
 INIT_TIMEOUT_S = 120.0
-# Modules a node must import to run a point of each kind.
-ENGINE_MODULES: dict[str, tuple[str, ...]] = {
-    "simulate": ("mtpsim.sim.simulator",),
-    "reference": ("mtpsim.engine.runner", "mtpsim.vllm_runner.runner"),
-    "vllm": ("vllm", "mtpsim.vllm_runner.runner"),
-}
+# Modules a node must import to run a simulated point (a real engine's: its backend's
+# Capabilities.node_modules).
+ENGINE_MODULES: dict[str, tuple[str, ...]] = {"simulate": ("mtpsim.sim.simulator",)}
 
 
 def import_ray() -> Any:
@@ -193,8 +190,10 @@ def probe_node(modules: tuple[str, ...], version: str) -> str | None:
     return None
 
 
-def require_engine(cluster: list[Node], engine: str, gpu_nodes_only: bool = False) -> None:
-    """Import the engine on every node that could run a point (one probe task pinned to each)."""
+def require_engine(cluster: list[Node], engine: str, gpu_nodes_only: bool = False,
+                   modules: tuple[str, ...] | None = None) -> None:
+    """Import the engine (`modules`, default ENGINE_MODULES[engine]) on every node that could
+    run a point (one probe task pinned to each)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -204,7 +203,7 @@ def require_engine(cluster: list[Node], engine: str, gpu_nodes_only: bool = Fals
     probe = ray.remote(probe_node)
     refs = {probe.options(num_cpus=0, max_retries=0, scheduling_strategy=(
         NodeAffinitySchedulingStrategy(n.node_id, soft=False))).remote(
-            ENGINE_MODULES[engine], mtpsim.__version__): n for n in targets}
+            modules or ENGINE_MODULES[engine], mtpsim.__version__): n for n in targets}
     ready, late = ray.wait(list(refs), num_returns=len(refs), timeout=PROBE_TIMEOUT_S)
     for ref in late:
         ray.cancel(ref, force=True)

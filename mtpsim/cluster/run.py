@@ -68,7 +68,7 @@ def _by_id(points: Sequence[Point], point_id: str) -> Point:
 
 def point_resources(exp: Any, plan: RealPlan) -> tuple[float, float, str]:
     """(GPUs, CPUs, the spec field that sets them) one point asks Ray for."""
-    if plan.engine == "vllm":
+    if plan.backend.caps.gpus:
         pp = exp.engine.pp
         if exp.vllm.distributed_executor_backend == "ray":
             return 0.0, 1.0, "vllm.distributed_executor_backend"  # vLLM places its own workers
@@ -84,7 +84,7 @@ def check_real(experiment: str, points: Sequence[Point], plan: RealPlan,
         exp = load_point(experiment, p.overrides)
         gpus, cpus, field = point_resources(exp, plan)
         what = f"the point {_label(p)}"
-        if plan.engine == "vllm" and exp.vllm.distributed_executor_backend == "ray":
+        if plan.backend.caps.gpus and exp.vllm.distributed_executor_backend == "ray":
             total = sum(n.gpus for n in cluster)
             need = exp.engine.dp * exp.engine.tp * exp.engine.pp
             if total < need:
@@ -92,7 +92,8 @@ def check_real(experiment: str, points: Sequence[Point], plan: RealPlan,
                                 f"(the cluster's), {what} needs dp x tp x pp = {need}")
             continue
         require_room(cluster, gpus, cpus, what, exp.source, field)
-    require_engine(cluster, plan.engine, gpu_nodes_only=plan.engine == "vllm")
+    caps = plan.backend.caps
+    require_engine(cluster, plan.engine, gpu_nodes_only=caps.gpus, modules=caps.node_modules)
 
 
 def _label(p: Point) -> str:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,38 +12,19 @@ from rich.console import Console
 
 from mtpsim.errors import ResultError, UserError
 from mtpsim.fileio import output_dir
+from mtpsim.real.backend import ENGINES
 
 if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
     from mtpsim.result import Result
     from mtpsim.spec import Experiment
 
 if TYPE_CHECKING:
-    from mtpsim.trace import Trace
+    pass
 
 console = Console()
 err_console = Console(stderr=True)
 
-# engine name -> "module:function" with signature (exp, policy, progress) -> (Result, Trace).
-RUNNERS: dict[str, str] = {
-    "reference": "mtpsim.engine.runner:run_policy",
-    "vllm": "mtpsim.vllm_runner.runner:run_served_policy",  # called with run=ServedRun(...)
-}
-
-
-def policy_runner(engine: str, server: bool, out: Path, trace: bool = False,
-                  bench_client: str = "mtpsim", smoke: bool = False) -> Callable[..., tuple[Result, Trace]]:
-    """The function that runs one policy: (exp, policy, progress) -> (Result, Trace)."""
-    served = engine == "vllm" or server
-    module, func = RUNNERS["vllm" if served else engine].split(":")
-    runner = getattr(importlib.import_module(module), func)
-    if served:
-        import functools
-
-        from mtpsim.vllm_runner.runner import ServedRun
-
-        runner = functools.partial(runner, run=ServedRun(engine, out, trace, bench_client,
-                                                         smoke=smoke))
-    return runner
+DEFAULT_ENGINE = "reference"  # --engine's default (mtpsim.real.ENGINES lists them all)
 
 
 # Spec entries that do not change one policy's run (which policies run, labels, and the
@@ -140,7 +119,7 @@ def _resume(experiment: Path, engine: str, out: Path, sets: list[str] | None, po
     """The command that resumes this run: the same options (finished policies are skipped)."""
     from mtpsim.report.interrupt import resume_argv
 
-    opts = ["--engine", engine] if engine != "reference" else []
+    opts = ["--engine", engine] if engine != DEFAULT_ENGINE else []
     opts += [x for s in sets or [] for x in ("--set", s)]
     opts += [x for p in policies or [] for x in ("-p", p)]
     opts += ["--seed", str(seed)] if seed is not None else []
@@ -246,20 +225,9 @@ class _Probe:
         return self.last
 
 
-def _refuse_policies_vllm_cannot_run(policies: tuple[str, ...] | list[str],
-                                     source: str | Path | None) -> None:
-    """Before any server starts, not after the policies vLLM can run have taken an hour."""
-    from mtpsim.vllm_plugin.settings import VLLM_POLICIES
-
-    if bad := [p for p in policies if p not in VLLM_POLICIES]:
-        raise UserError(source, "policies", f"expected only {', '.join(VLLM_POLICIES)} with "
-                        f"--engine vllm ({', '.join(bad)} need model code vLLM 0.33.0 lacks; "
-                        "run them with --engine reference, or pass -p fresh -p share)")
-
-
 def run_real(
     experiment: Annotated[Path, typer.Argument(help="Experiment TOML, e.g. experiments/reference-cpu.toml.")],
-    engine: Annotated[str, typer.Option(help=f"Real engine: {', '.join(RUNNERS)}.")] = "reference",
+    engine: Annotated[str, typer.Option(help=f"Real engine: {', '.join(ENGINES)}.")] = DEFAULT_ENGINE,
     out: Annotated[Path | None, typer.Option(
         help="Folder for DIR/<policy>.json results and DIR/<policy>.trace.jsonl traces "
         "(default: runs/<experiment>-<engine>). Policies with a result there are skipped.")] = None,
@@ -301,11 +269,12 @@ def run_real(
     Precedence: flag > --set > experiment file > preset > default.
     Example: [cyan]mtpsim run-real experiments/reference-cpu.toml --out runs/ref-cpu[/cyan]
     """
+    from mtpsim.extras import require_engine
+    from mtpsim.real import backend
     from mtpsim.spec import load_experiment
 
-    if engine not in RUNNERS:
-        raise UserError(None, "--engine", f"expected one of {', '.join(RUNNERS)}, got {engine!r}")
-    from mtpsim.extras import require_engine
+    real = backend(engine, server)  # an unknown engine, or --server where it always serves: one line
+    caps = real.caps
 
     require_engine(engine, server)
     overrides = list(set_ or [])
@@ -313,30 +282,29 @@ def run_real(
         overrides.append("policies=" + json.dumps(policy))
     if seed is not None:
         overrides.append(f"seed={seed}")
-    suffix = "-server" if server and engine == "reference" else "-smoke" if smoke else ""
+    suffix = "-server" if server else "-smoke" if smoke else ""
     out = out if out is not None else Path("runs") / f"{experiment.stem}-{engine}{suffix}"
     if smoke:
-        if engine != "vllm":
-            raise UserError(None, "--smoke", "applies to --engine vllm")
+        if not caps.smoke:
+            raise UserError(None, "--smoke", f"not offered by {real.flag} (it applies to --engine vllm)")
         from mtpsim.vllm_runner import smoke as smoke_run
 
         trace, force = True, True  # the checks need this run's traces
         overrides = [*smoke_run.overrides((out / "smoke-model").absolute()), *overrides]
     exp = load_experiment(str(experiment), overrides)
     refuse_plain_decoding(exp, "run-real")
-    if engine == "vllm":
-        _refuse_policies_vllm_cannot_run(exp.policies, exp.source)
-    served = engine == "vllm" or server
+    real.refuse(exp, exp.policies)  # before any server starts, not an hour in
+    served = caps.served
     if not served and (trace or bench_client != "mtpsim"):
         raise UserError(None, "--trace" if trace else "--bench-client",
                         "applies to --engine vllm or --server runs")
     output_dir(out, "--out")  # before the run: a finished run must have somewhere to go
-    mode = "reference" if engine == "reference" else engine
-    weights_sha = _weights_sha(exp) if engine == "reference" else None
-    n_rounds = len(_round_plan(exp, rounds, served, source=experiment))
+    mode = caps.mode
+    weights_sha = _weights_sha(exp) if caps.weights_by_content else None
+    n_rounds = len(_round_plan(exp, rounds, not caps.rounds, source=experiment))
     kept = {} if force else {name: prev for name in exp.policies if (prev := _finished(
         out / f"{name}.json", mode, name, exp, served, weights_sha, n_rounds))}
-    runner = policy_runner(engine, server, out, trace, bench_client, smoke=smoke)
+    runner = real.runner(out, trace, bench_client, smoke=smoke)
     if smoke:
         smoke_run.prepare_model((out / "smoke-model").absolute())
 
@@ -344,13 +312,13 @@ def run_real(
 
     from mtpsim import rounds as rounds_mod
 
-    plan = _round_plan(exp, rounds, served, source=experiment)
+    plan = _round_plan(exp, rounds, not caps.rounds, source=experiment)
     results: dict[str, Result] = {}
     traces: dict[str, object] = {}
     progress: dict[str, int] = {}
     done_rounds: dict[str, list[Path]] = {}
     t0 = time.perf_counter()
-    probe = _Probe(enabled=probe_on and not served)
+    probe = _Probe(enabled=probe_on and caps.probe)
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=err_console, transient=True) as bar:
@@ -415,7 +383,7 @@ def run_real(
     from mtpsim.report.fit import print_table
     from mtpsim.report.titles import setup_title
 
-    print_table(console, pr_table(results, title=setup_title(exp, engine)))
+    print_table(console, pr_table(results, title=setup_title(exp, engine, own_model=caps.own_model)))
     for line in summary_lines(results):
         console.print(line, highlight=False)
     if any(res.phases for res in results.values()):  # served runs time no engine phases

@@ -102,8 +102,8 @@ def sweep(
         "to), ray://HOST:PORT (Ray Client) or HOST:PORT (the head's GCS address). Results come "
         "back to --out on this machine. See docs/cluster.md.")] = None,
     engine: Annotated[str | None, typer.Option(
-        help="Run every point for real instead of simulating it: reference or vllm (each "
-        "policy of each repeat is a `mtpsim run-real`).")] = None,
+        help="Run every point for real instead of simulating it: reference, vllm or sglang "
+        "(each policy of each repeat is a `mtpsim run-real`).")] = None,
     repeats: Annotated[int, typer.Option(
         min=1, help="Real sweeps: runs per point and policy, seeds seed, seed+1, ...; policies "
         "alternate A B A B on one node.")] = 1,
@@ -132,14 +132,12 @@ def sweep(
     from mtpsim import sweep as sw
     from mtpsim.errors import UserError
     from mtpsim.fileio import output_dir
+    from mtpsim.real import ENGINES, backend
 
-    if engine is not None and engine not in ("reference", "vllm"):
-        raise UserError(None, "--engine", f"expected reference or vllm, got {engine!r}")
-    if engine is None and (repeats != 1 or server):
+    real = backend(engine, server) if engine is not None else None  # an unknown engine: one line
+    if real is None and (repeats != 1 or server):
         raise UserError(None, "--repeats" if repeats != 1 else "--server", "applies to real "
-                        "sweeps (--engine reference|vllm)")
-    if server and engine != "reference":
-        raise UserError(None, "--server", "applies to --engine reference (vLLM always serves)")
+                        f"sweeps (--engine {'|'.join(ENGINES)})")
     from mtpsim.extras import require, require_engine
 
     if engine is not None:
@@ -148,7 +146,8 @@ def sweep(
         require("--cluster", "ray")
     if plot is not None:
         require("--plot", "plots")
-    axes, points = sw.build_points(str(experiment), list(set_ or []), check_memory=engine != "reference")
+    axes, points = sw.build_points(str(experiment), list(set_ or []),
+                                   check_memory=real is None or real.caps.gpus)
     if engine is not None and out is None:
         out = Path("runs") / f"{experiment.stem}-{engine}-sweep"
     for folder, flag in ((out, "--out"), (plot, "--plot")):

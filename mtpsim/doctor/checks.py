@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mtpsim.doctor.probe import Probe
 from mtpsim.errors import UserError
+from mtpsim.real.backend import Capabilities, backend
 from mtpsim.spec import Experiment
 from mtpsim.vllm_plugin.contract import SUPPORTED_VLLM
 
@@ -32,16 +33,21 @@ class Check:
 @dataclass(frozen=True, slots=True)
 class Context:
     probe: Probe
-    engine: str  # "vllm" | "reference"
+    engine: str  # an engine of mtpsim.real.ENGINES
     exp: Experiment | None
 
     @property
+    def caps(self) -> Capabilities:
+        return backend(self.engine).caps
+
+    @property
     def vllm(self) -> bool:
-        return self.engine == "vllm"
+        """vLLM and mtpsim's plugin in it are checked."""
+        return self.caps.vllm_plugin
 
     @property
     def cuda_wanted(self) -> bool:
-        return self.vllm or (self.exp is not None and self.exp.reference.device.startswith("cuda"))
+        return self.caps.gpus or (self.exp is not None and self.exp.reference.device.startswith("cuda"))
 
 
 def python(c: Context) -> Check:

@@ -11,12 +11,13 @@ if TYPE_CHECKING:
     from mtpsim.spec import Experiment
 
 
-def setup_title(exp: Experiment, how: str) -> str:
+def setup_title(exp: Experiment, how: str, own_model: str | None = None) -> str:
     """E.g. "pr47352: DeepSeek-V3.2-NVFP4 on 4 x B200 · 256 x 10,240 in / 2,048 out · conc 32 ·
-    k=3 · top-2048 (simulated, seed 0)". `how` is the mode: "simulated", "reference", "vllm"."""
+    k=3 · top-2048 (simulated, seed 0)". `how` is the mode: "simulated", "reference", "vllm";
+    `own_model` names the model an engine runs instead of the spec's (the reference engine)."""
     w = exp.workload
-    if how == "reference":
-        where = "reference engine"
+    if own_model:
+        where = own_model
     else:
         model = (exp.model.name or exp.model.preset or "model").split("/")[-1]
         where = f"{model} on {exp.engine.tp} x {exp.hardware.name or exp.hardware.preset}"

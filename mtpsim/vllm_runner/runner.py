@@ -1,5 +1,6 @@
 """One policy through a server: start it, wait for /health, run the load, scrape the
-counters, stop it -> (Result, Trace). `mtpsim run-real` loops over policies, skips the
+counters, stop it -> (Result, Trace). The engine's part (its command line, prompts, counters)
+comes from its served backend (mtpsim.real); `mtpsim run-real` loops over policies, skips the
 finished ones and writes each result atomically when its policy completes."""
 
 from __future__ import annotations
@@ -23,21 +24,14 @@ from mtpsim.client.workload import (
     speed_bench_requests,
 )
 from mtpsim.errors import UserError
-from mtpsim.policies import traits
+from mtpsim.real.backend import BACKENDS, ServedBackend, backend
 from mtpsim.result import Result, load_result
 from mtpsim.spec import Experiment
 from mtpsim.trace import Trace
-from mtpsim.vllm_plugin.settings import VLLM_POLICIES
-from mtpsim.vllm_runner.argv import (
-    reference_serve_argv,
-    vllm_bench_argv,
-    vllm_serve_argv,
-    vllm_serve_env,
-)
+from mtpsim.vllm_runner.argv import vllm_bench_argv
 from mtpsim.vllm_runner.process import ServerProcess, free_port
 
 Progress = Callable[[int, int], None]  # (finished requests, total)
-ENGINES = ("vllm", "reference")
 BENCH_CLIENTS = ("mtpsim", "vllm")
 err_console = Console(stderr=True)
 
@@ -46,7 +40,7 @@ err_console = Console(stderr=True)
 class ServedRun:
     """How `run-real` runs a policy through a server."""
 
-    engine: str  # "vllm" or "reference"
+    engine: str  # an engine of mtpsim.real.ENGINES, run behind its server
     out: Path  # folder for <policy>.server.log, the plugin's files, bench JSON
     trace: bool = False  # vLLM: eager mode, shadow top-k overlap per draft step
     bench_client: str = "mtpsim"
@@ -54,19 +48,27 @@ class ServedRun:
     smoke: bool = False  # vLLM: dummy weights of the shipped shrunken model (smoke.py)
 
     def __post_init__(self) -> None:
-        if self.engine not in ENGINES:
-            raise UserError(None, "--engine", f"expected one of {', '.join(ENGINES)}")
+        caps = self.backend.caps
         if self.bench_client not in BENCH_CLIENTS:
             raise UserError(None, "--bench-client", f"expected one of {', '.join(BENCH_CLIENTS)}")
-        if self.smoke and (self.engine != "vllm" or not self.trace):
-            raise UserError(None, "--smoke", "applies to --engine vllm (in trace mode)")
-        if self.trace and self.engine != "vllm":
-            raise UserError(None, "--trace", "server trace mode is for --engine vllm (run "
-                            "--engine reference without --server for a traced run)")
+        if self.bench_client not in caps.bench_clients:
+            raise UserError(None, "--bench-client", f"expected {', '.join(caps.bench_clients)} "
+                            f"with --engine {self.engine}")
+        if self.smoke and (not caps.smoke or not self.trace):
+            raise UserError(None, "--smoke", f"not offered by --engine {self.engine} (it needs a "
+                            "server trace mode and the shipped smoke model: --engine vllm)")
+        if self.trace and not caps.trace_mode:
+            raise UserError(None, "--trace", f"--engine {self.engine} has no server trace mode "
+                            "(run --engine reference without --server for a traced run)")
+
+    @property
+    def backend(self) -> ServedBackend:
+        """The engine behind its server (the reference engine's served variant)."""
+        return backend(self.engine, server=(self.engine, False) in BACKENDS)  # type: ignore[return-value]
 
     @property
     def mode(self) -> str:
-        return "vllm" if self.engine == "vllm" else "reference"
+        return self.backend.caps.mode
 
 
 @contextlib.contextmanager
@@ -86,16 +88,12 @@ def sigterm_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-def build_requests(exp: Experiment, engine: str) -> list[BenchRequest]:
+def build_requests(exp: Experiment, run: ServedRun) -> list[BenchRequest]:
+    """The engine's own prompts (the reference engine's), else the workload's."""
+    own = run.backend.requests(exp)
+    if own is not None:
+        return own
     w = exp.workload
-    if engine == "reference":
-        from mtpsim.engine.runner import workload
-
-        # The in-process run's prompts (held-out text) and per-request seeds.
-        prompts, out_lens, _ = workload(exp)
-        return [BenchRequest(int(n), prompt=list(p), input_len=len(p),
-                             seed=exp.seed * 1_000_003 + i)
-                for i, (p, n) in enumerate(zip(prompts, out_lens, strict=True))]
     if w.dataset == "speed-bench":
         if not w.dataset_path:
             raise UserError(exp.source, "workload.dataset_path", "expected the folder holding "
@@ -129,12 +127,11 @@ def mtpsim_load(exp: Experiment, run: ServedRun, policy: str,
     import asyncio
 
     w = exp.workload
-    requests = build_requests(exp, run.engine)
-    backend = "openai" if run.engine == "reference" else w.backend
-    model = exp.model.name if run.engine == "vllm" else "mtpsim-reference"
+    requests = build_requests(exp, run)
+    api, model = run.backend.client_api(exp)
 
     def load(base_url: str) -> Result:
-        cfg = BenchConfig(base_url=base_url, model=model, backend=backend,
+        cfg = BenchConfig(base_url=base_url, model=model, backend=api,
                           max_concurrency=w.max_concurrency, request_rate=w.request_rate,
                           burstiness=w.burstiness, num_warmups=w.num_warmups,
                           temperature=w.temperature, ignore_eos=w.ignore_eos, seed=exp.seed,
@@ -156,11 +153,7 @@ def vllm_bench_load(exp: Experiment, run: ServedRun, policy: str) -> Callable[[s
         folder.mkdir(parents=True, exist_ok=True)
         name = "result.json"
         log = run.out / f"{policy}.vllm-bench.log"
-        tokenizer = None
-        if run.engine == "reference":
-            from mtpsim.serve_reference.tokenizer import write_byte_tokenizer
-
-            tokenizer = write_byte_tokenizer(folder / "tokenizer")
+        tokenizer = run.backend.bench_tokenizer(folder)
         argv = vllm_bench_argv(exp, base_url, folder, name, reference_tokenizer=tokenizer)
         with open(log, "wb") as f:
             code = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT,
@@ -179,30 +172,11 @@ def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = 
                       run: ServedRun,
                       load: Callable[[str], Result] | None = None) -> tuple[Result, Trace]:
     """Serve `policy`, drive the load, stop the server whatever happens -> (Result, Trace)."""
-    if exp.k == 0:
-        raise UserError(exp.source, "speculative.num_speculative_tokens", "expected >= 1 for a "
-                        "real run (k = 0, plain decoding, is simulated only)")
-    if run.engine == "vllm" and policy not in VLLM_POLICIES:
-        raise UserError(exp.source, "policies", f"vLLM runs only {', '.join(VLLM_POLICIES)}; "
-                        f"{policy!r} needs model code vLLM 0.33.0 lacks")
+    engine = run.backend
+    engine.refuse(exp, [policy])
     port = exp.vllm.port or free_port()
     plugin_dir = run.out / f"{policy}.plugin"
-    if run.engine == "vllm":
-        try:
-            argv = vllm_serve_argv(exp, policy, port, trace=run.trace, smoke=run.smoke)
-        except ImportError:
-            raise UserError(None, "--engine vllm", "vLLM is not importable here: install "
-                            "vllm==0.33.0 on the GPU machine (docs/real-mode.md)") from None
-        except ValueError as e:
-            raise UserError(exp.source, "model.name", str(e)) from None
-        env = vllm_serve_env(exp, policy, plugin_dir, run.trace)
-    else:
-        # vLLM's client sends random prompts as text: bytes that are not UTF-8 come back as
-        # 3-byte replacement characters, so the reference server needs room for longer prompts.
-        room = (4 * exp.workload.input_len + exp.workload.output_len
-                if run.bench_client == "vllm" else None)
-        argv = reference_serve_argv(exp, policy, port, weights=run.weights, max_model_len=room)
-        env = {}
+    argv, env = engine.serve(exp, policy, port, run, plugin_dir)
     if load is None:
         load = (vllm_bench_load(exp, run, policy) if run.bench_client == "vllm"
                 else mtpsim_load(exp, run, policy, progress))
@@ -216,8 +190,7 @@ def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = 
             server.check_alive()  # a server that died explains the failure (its log tail)
             raise
         server.check_alive()
-        if run.engine == "reference" and traits(policy).runs_indexer(0):  # counts to check
-            _reference_verdict(server.base_url, policy, result)
+        engine.scrape(exp, policy, server.base_url, result)
     result.extra.update({"engine": run.engine, "server_argv": argv,
                          "server_env": {k: v for k, v in env.items()
                                         if k.startswith(("VLLM_", "MTPSIM_"))}})
@@ -225,9 +198,19 @@ def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = 
                   index_topk=exp.index_topk,
                   meta={"note": "served run: per-step records need --trace (vLLM) or the "
                         "in-process reference engine"})
-    if run.engine == "vllm":
-        trace = _vllm_plugin_outputs(exp, policy, plugin_dir, result, trace, run.trace)
-    return result, trace
+    return result, engine.collect(exp, policy, plugin_dir, result, trace, run.trace)
+
+
+def served_runner(engine: ServedBackend, out: Path, trace: bool = False,
+                  bench_client: str = "mtpsim", smoke: bool = False,
+                  weights: str | None = None) -> Callable[..., tuple[Result, Trace]]:
+    """(exp, policy, progress) -> (Result, Trace) through `engine`'s server."""
+    run = ServedRun(engine.name, out, trace, bench_client, weights=weights, smoke=smoke)
+
+    def runner(exp: Experiment, policy: str, progress: Progress | None = None,
+               **kw: Any) -> tuple[Result, Trace]:
+        return run_served_policy(exp, policy, progress, run=run, **kw)
+    return runner
 
 
 def _reference_verdict(base_url: str, policy: str, result: Result) -> None:

@@ -1,0 +1,93 @@
+"""The reference engine (mtpsim.engine): in this process, or behind `mtpsim serve-reference`
+measured over HTTP exactly as a vLLM server is."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mtpsim.real.backend import Capabilities, PolicyRunner
+
+if TYPE_CHECKING:
+    from mtpsim.client.workload import BenchRequest
+    from mtpsim.result import Result
+    from mtpsim.spec import Experiment
+    from mtpsim.trace import Trace
+
+_MODULES = ("mtpsim.engine.runner", "mtpsim.vllm_runner.runner")
+
+
+class InProcessReference:
+    name, flag = "reference", "--engine reference"
+    caps = Capabilities(mode="reference", served=False, policies=None, parallelism=(),
+                        gpus=False, extras=("reference",), node_modules=_MODULES, rounds=True,
+                        probe=True, weights_by_content=True, own_model="reference engine")
+    # (exp, policy, progress, requests=None) -> (Result, Trace); a "module:function" looked up
+    # at each run
+    target = "mtpsim.engine.runner:run_policy"
+
+    def refuse(self, exp: Experiment, policies: tuple[str, ...] | list[str]) -> None:
+        """The reference engine runs every policy mtpsim knows."""
+
+    def runner(self, out: Path, trace: bool = False, bench_client: str = "mtpsim",
+               smoke: bool = False, weights: str | None = None) -> PolicyRunner:
+        module, func = self.target.split(":")
+        return getattr(importlib.import_module(module), func)
+
+
+class ServedReference:
+    name, flag = "reference", "--server"
+    caps = Capabilities(mode="reference", served=True, policies=None, parallelism=(), gpus=False,
+                        extras=("reference", "serve"), node_modules=_MODULES,
+                        bench_clients=("mtpsim", "vllm"), weights_by_content=True,
+                        own_model="reference engine")
+
+    def refuse(self, exp: Experiment, policies: tuple[str, ...] | list[str]) -> None:
+        """The reference server runs every policy mtpsim knows."""
+
+    def runner(self, out: Path, trace: bool = False, bench_client: str = "mtpsim",
+               smoke: bool = False, weights: str | None = None) -> PolicyRunner:
+        from mtpsim.vllm_runner.runner import served_runner
+
+        return served_runner(self, out, trace, bench_client, smoke, weights)
+
+    def serve(self, exp: Experiment, policy: str, port: int, run: Any,
+              plugin_dir: Path) -> tuple[list[str], dict[str, str]]:
+        from mtpsim.vllm_runner.argv import reference_serve_argv
+
+        # vLLM's client sends random prompts as text: bytes that are not UTF-8 come back as
+        # 3-byte replacement characters, so the reference server needs room for longer prompts.
+        room = (4 * exp.workload.input_len + exp.workload.output_len
+                if run.bench_client == "vllm" else None)
+        return reference_serve_argv(exp, policy, port, weights=run.weights, max_model_len=room), {}
+
+    def requests(self, exp: Experiment) -> list[BenchRequest] | None:
+        """The in-process run's prompts (held-out text) and per-request seeds."""
+        from mtpsim.client.workload import BenchRequest
+        from mtpsim.engine.runner import workload
+
+        prompts, out_lens, _ = workload(exp)
+        return [BenchRequest(int(n), prompt=list(p), input_len=len(p), seed=exp.seed * 1_000_003 + i)
+                for i, (p, n) in enumerate(zip(prompts, out_lens, strict=True))]
+
+    def client_api(self, exp: Experiment) -> tuple[str, str]:
+        return "openai", "mtpsim-reference"
+
+    def bench_tokenizer(self, folder: Path) -> Path | None:
+        from mtpsim.serve_reference.tokenizer import write_byte_tokenizer
+
+        return write_byte_tokenizer(folder / "tokenizer")
+
+    def scrape(self, exp: Experiment, policy: str, base_url: str, result: Result) -> None:
+        """The server's per-step indexer counts -> "sharing engaged: ..." (as vLLM's plugin),
+        for policies whose step 0 runs the indexer (the counts have something to check)."""
+        from mtpsim.policies import traits
+        from mtpsim.vllm_runner.runner import _reference_verdict
+
+        if traits(policy).runs_indexer(0):
+            _reference_verdict(base_url, policy, result)
+
+    def collect(self, exp: Experiment, policy: str, plugin_dir: Path, result: Result,
+                trace: Trace, traced: bool) -> Trace:
+        return trace  # per-step records need the in-process engine
