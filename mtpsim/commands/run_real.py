@@ -286,7 +286,7 @@ def run_real(
     out = out if out is not None else Path("runs") / f"{experiment.stem}-{engine}{suffix}"
     if smoke:
         if not caps.smoke:
-            raise UserError(None, "--smoke", f"not offered by {real.flag} (it applies to --engine vllm)")
+            raise UserError(None, "--smoke", "applies to --engine vllm")  # the one with a smoke model
         from mtpsim.vllm_runner import smoke as smoke_run
 
         trace, force = True, True  # the checks need this run's traces
