@@ -227,6 +227,40 @@ def validation_figures() -> list[tuple[str, list[Figure]]]:
             ("Raw data not shipped (long real runs or timing printouts)", NOT_SHIPPED)]
 
 
+def trust_figures() -> list[tuple[str, list[Figure]]]:
+    """The paired-rounds, probe and Monte Carlo figures docs/uncertainty.md (sections 9-10) states."""
+    import json
+
+    from mtpsim.paired import paired_delta
+
+    def pct(x: float) -> str:
+        return f"{x:+.2f}".replace("-", "−")
+
+    b2b = []
+    for run in ("a", "b"):
+        folder = DATA / "reference-cpu-backtoback" / run
+        res = _results(folder)
+        pd = paired_delta(res["fresh"], res["share"], "output_throughput")
+        b2b.append(Figure(f"back-to-back run {run}: share vs fresh throughput, paired (95 %)",
+                          f"{pct(pd.mean)} % [{pct(pd.lo)}, {pct(pd.hi)}]",
+                          f"{_rel(folder)}/*.json (mtpsim compare {_rel(folder)})"))
+    drift = json.loads((DATA / "probe-drift" / "drift.json").read_text())["summary"]
+    src = f"{_rel(DATA / 'probe-drift')}/drift.json (python benchmarks/probe_drift.py --iterations 20)"
+    probe = [Figure("engine wall time, raw / over the probe (relative SD)",
+                    f"{100 * drift['engine_wall_rel_sd']:.1f} %, its ratio to the probe around it by "
+                    f"{100 * drift['engine_over_probe_wall_rel_sd']:.1f} %", src),
+             Figure("engine CPU time, raw / over the probe (relative SD)",
+                    f"on the CPU clock {100 * drift['engine_cpu_rel_sd']:.1f} % and "
+                    f"{100 * drift['engine_over_probe_cpu_rel_sd']:.1f} %", src)]
+    mc = json.loads((DATA / "mc-seeds" / "summary.json").read_text())
+    src = f"{_rel(DATA / 'mc-seeds')}/summary.json (python benchmarks/mc_seed_spread.py --draws 64 256)"
+    seeds = [Figure(f"{n} draws: SD over 10 seeds of the throughput interval's ends",
+                    f"{mc[n]['output_throughput_lo_sd_over_seeds']:.2f} / "
+                    f"{mc[n]['output_throughput_hi_sd_over_seeds']:.2f}", src) for n in ("64", "256")]
+    return [("Back-to-back paired runs", b2b), ("Machine-speed probe", probe),
+            ("Monte Carlo spread over seeds", seeds)]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--regenerate", action="store_true", help="re-simulate docs/data/pr47352-sim first")
@@ -237,7 +271,7 @@ def main() -> int:
         regenerate()
     if args.regenerate_uncertainty:
         regenerate_uncertainty()
-    for title, figs in [*figures(), *validation_figures()]:
+    for title, figs in [*figures(), *validation_figures(), *trust_figures()]:
         print(title)
         for f in figs:
             print(f"  {f.claim}: {f.value}\n      from {f.source}")

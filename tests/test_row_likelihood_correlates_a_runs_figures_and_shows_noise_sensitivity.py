@@ -42,7 +42,7 @@ def test_pr47352_prints_its_verdict_under_1_to_4_percent_timing_noise():
 
     run = propagate("experiments/pr47352.toml", [], 16, 1)
     rows = run.noise_sensitivity()
-    assert [r["timing_noise_pct"] for r in rows] == [1.0, 2.0, 3.0, 4.0]
+    assert [r["timing_noise_pct"] for r in rows] == [0.5, 1.0, 2.0, 3.0, 4.0]
     for r in rows:
         thr = r["output_throughput"]
         assert thr["lo"] <= thr["median"] <= thr["hi"] and thr["verdict"]

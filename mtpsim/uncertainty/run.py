@@ -100,7 +100,7 @@ class UncertaintyRun:
         return {"z_time": s.time, "z_time_policy": s.effect, "z_accept": s.accept,
                 "z_accept_policy": s.effect}[z] > 0
 
-    def noise_sensitivity(self, pcts: tuple[float, ...] = (1.0, 2.0, 3.0, 4.0)) -> list[dict[str, Any]]:
+    def noise_sensitivity(self, pcts: tuple[float, ...] = (0.5, 1.0, 2.0, 3.0, 4.0)) -> list[dict[str, Any]]:
         """The conditioned decisive deltas and their verdicts were the PR rows' run-to-run timing
         noise `pct` % instead of the assumed one (the draws are re-weighted, not re-run)."""
         import dataclasses

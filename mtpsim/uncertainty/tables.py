@@ -142,7 +142,7 @@ def noise_sensitivity_table(run: UncertaintyRun) -> Table | None:
     policy, _ = run.decisive()
     pct = round(100 * run.prob)
     t = Table(title=f"{policy} vs {run.policies[0]} conditioned on all measured rows, had one run's "
-              f"timing noise been 1-4 % (assumed {100 * run.noise.timing_sd:.1f} %)",  # type: ignore[union-attr]
+              f"timing noise been 0.5-4 % (assumed {100 * run.noise.timing_sd:.1f} %)",  # type: ignore[union-attr]
               title_justify="left", box=box.SIMPLE_HEAD)
     for col in ("timing noise", "eff. draws", f"throughput Δ [{pct} %]", "verdict",
                 f"TPOT Δ [{pct} %]", "verdict"):
