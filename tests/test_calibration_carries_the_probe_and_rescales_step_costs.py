@@ -58,3 +58,16 @@ def test_the_machine_flag_follows_the_probe_not_the_cpu_string():
     assert any("x1.04" in n for n in same_speed.notes)
     faster = extrapolation(load_experiment(EXP, ["calibration.probe_s=0.3"]), dom)
     assert faster.machine_differs and any("x0.60" in n for n in faster.notes)
+
+
+def test_a_rescaled_calibration_carries_the_measured_residual_not_the_blanket_term():
+    from mtpsim.uncertainty.summary import Spread
+
+    dom = Domain("cal", {}, {"cpu": "AMD EPYC", "threads": 1, "probe_wall_s": 0.5})
+    for probe, differs in ((0.52, False), (0.8, True)):
+        exp = load_experiment(EXP, [f"calibration.probe_s={probe}", "uncertainty.discrepancy_pct=0"])
+        ext = extrapolation(exp, dom)
+        assert ext.probe_rescaled and ext.machine_differs == differs
+        assert Spread.of(ext, exp.uncertainty, calibrated=True).time == pytest.approx(0.12)
+    plain = load_experiment(EXP, ["uncertainty.discrepancy_pct=0"])
+    assert Spread.of(extrapolation(plain, dom), plain.uncertainty, calibrated=True).time == 0.0

@@ -336,5 +336,8 @@ class UncertaintySpec:
         "near-zero predicted change widens too)", _PCT_SD)
     context_effect_acceptance_extrapolation_pct: float = option(
         15.0, "the same per octave of context beyond a trace calibration's range, %", _PCT_SD)
+    probe_residual_pct: float = option(
+        12.0, "timing SD left after rescaling a calibration by the machine-speed probe, % "
+        "(benchmarks/probe_drift.py on the 2-core dev VM: 11.9 % wall, 5.9 % CPU clock)", _nonneg)
     machine_pct: float = option(40.0, "timing SD when the machine differs from the "
                                 "calibration's (CPU model, GPU, threads, TP), %", _PCT_SD)

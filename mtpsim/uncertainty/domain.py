@@ -55,6 +55,7 @@ class Extrapolation:
     machine_differs: bool
     notes: tuple[str, ...]  # one per axis outside the range, e.g. "k 5 > 4"
     axes: dict[str, float] = field(default_factory=dict)  # axis -> its part of `distance`
+    probe_rescaled: bool = False  # step costs rescaled by the machine-speed probe ratio
 
     @property
     def flagged(self) -> bool:
@@ -156,7 +157,8 @@ def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
         notes = [n for n in notes if not n.startswith("machine differs")]
         notes.append(f"machine speed: probe {mine:.3g} s vs the calibration's {theirs:.3g} s "
                      f"(x{ratio:.2f}; step costs rescaled by it)")
-    elif mine:
+        return Extrapolation(dist, differs, tuple(notes), per_axis, probe_rescaled=True)
+    if mine:
         notes.append("machine speed not compared: the calibration records no probe figure")
     return Extrapolation(dist, differs, tuple(notes), per_axis)
 

@@ -44,7 +44,9 @@ class Spread:
             return cls(0.0, 0.0, 0.0)
         d = ext.distance
         ctx = ext.context if fitted_acceptance else 0.0
-        machine = u.machine_pct if ext.machine_differs else 0.0
+        # a probe-rescaled calibration carries the rescale's measured residual, moved or not
+        machine = (u.probe_residual_pct if ext.probe_rescaled
+                   else u.machine_pct if ext.machine_differs else 0.0)
         time = math.sqrt(u.discrepancy_pct ** 2 + (u.extrapolation_pct * d) ** 2 + machine ** 2)
         acc = math.hypot(ACCEPT_DISCREPANCY_PCT, u.acceptance_extrapolation_pct * (d - ctx)
                          + u.context_acceptance_extrapolation_pct * ctx)
