@@ -55,11 +55,12 @@ skip() { log "SKIP $1: $2"; note "$1" "SKIP ($2)"; }
 # smoke-h200.toml's stop grace is 45 s); skipped when less than NEED_S would be left.
 # stdout -> $OUT/NAME.out, stderr -> $OUT/NAME.err.
 part() {
-    local name=$1 cap=$2 need=$3 grace=$4 rc l t
+    local name=$1 cap=$2 need=$3 grace=$4 rc l t raw
     shift 5
-    l=$(( $(left) - grace ))
+    raw=$(left)
+    l=$(( raw - grace ))
     if (( l < need )); then
-        skip "$name" "$(( l > 0 ? l : 0 ))s left of the ${BUDGET_S}s budget, it needs at least ${need}s"
+        skip "$name" "$(( raw > 0 ? raw : 0 ))s left of the ${BUDGET_S}s budget, it needs ${need}s plus a ${grace}s stop grace"
         FAILED=1
         return 3
     fi
