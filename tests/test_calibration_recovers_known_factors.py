@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from mtpsim.sim.calibrate import calibrate, with_factors
+from mtpsim.calibration.factors import calibrate, with_factors
 from mtpsim.sim.simulator import simulate
 from mtpsim.spec import experiment_from_dict, load_experiment
 

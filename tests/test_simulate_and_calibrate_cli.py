@@ -125,7 +125,7 @@ def test_calibrate_does_not_write_factors_fitted_to_another_setup(tmp_path):
 def test_calibrate_write_keeps_the_file_when_the_fit_did_not_converge(tmp_path, monkeypatch):
     import dataclasses
 
-    import mtpsim.sim.calibrate as sim_calibrate
+    import mtpsim.calibration.factors as sim_calibrate
 
     real_calibrate = sim_calibrate.calibrate
 

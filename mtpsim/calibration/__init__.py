@@ -4,7 +4,7 @@ the simulator models built from it.
 
     cal = fit_traces([read_trace(p) for p in paths], sources=paths)   # mtpsim.calibration.fit
     cal.write("cal.json"); cal = read_calibration("cal.json")          # mtpsim.calibration.schema
-    FittedAcceptance(cal, policy, k, topk), FittedCost(cal, policy, k, topk)  # .models
+    FittedAcceptance(cal, policy, k, topk), FittedCost(cal, policy, k, topk)  # mtpsim.models
 """
 
 from mtpsim.calibration.schema import FORMAT, VERSION, Calibration, read_calibration

@@ -54,9 +54,9 @@ def calibrate(
 
     Example: [cyan]mtpsim calibrate experiments/pr47352.toml --write[/cyan]
     """
+    from mtpsim.calibration.factors import calibrate as fit_factors
+    from mtpsim.calibration.factors import identifiable
     from mtpsim.report import fit_table
-    from mtpsim.sim.calibrate import calibrate as fit_factors
-    from mtpsim.sim.calibrate import identifiable
     from mtpsim.spec import load_experiment
     from mtpsim.spec.roles import setup_overrides
 

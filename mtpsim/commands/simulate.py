@@ -217,7 +217,7 @@ def simulate(
 
     console.print(acceptance_terminal(results))
     if plot is not None:
-        from mtpsim.figures import simulate_plots
+        from mtpsim.command_plots import simulate_plots
 
         for p in simulate_plots(results, plot, trace or []):
             console.print(f"plot: {p}", highlight=False)
