@@ -13,7 +13,7 @@ from typing import Any
 from mtpsim.serve_reference.server import HOST
 from mtpsim.spec import Experiment
 from mtpsim.vllm_plugin.settings import PluginSettings, policy_speculative_config
-from mtpsim.vllm_runner.owned_flags import RUNNER_OWNED, check_extra_args
+from mtpsim.vllm_runner.owned_flags import RUNNER_OWNED, check_env, check_extra_args
 
 # -P: the working folder is not put on sys.path, so a folder named `mtpsim` or `vllm` where
 # the user stands cannot replace the installed packages in the child.
@@ -75,10 +75,12 @@ def vllm_serve_argv(exp: Experiment, policy: str, port: int, *, trace: bool = Fa
 
 
 def vllm_serve_env(exp: Experiment, policy: str, trace_dir: Path, trace: bool) -> dict[str, str]:
-    """Model Runner V2 on, the mtpsim plugin told the policy; the spec's env last."""
-    env = {"VLLM_USE_V2_MODEL_RUNNER": "1"}
+    """The spec's env (only listed variables), then Model Runner V2 on and the mtpsim plugin
+    told the policy, which nothing in the spec can override."""
+    check_env(exp.vllm.env, exp.source)  # before the runner's own: none may override them
+    env = dict(exp.vllm.env)
+    env["VLLM_USE_V2_MODEL_RUNNER"] = "1"
     env.update(PluginSettings(policy, trace_dir, trace).to_env())
-    env.update(exp.vllm.env)
     return env
 
 
