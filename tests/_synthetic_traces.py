@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from mtpsim.models.cost import KEY_FEATURES, StepQuantities, cost_features
+from mtpsim.models.cost import KEY_FEATURES, StepShape, cost_features
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace
 from mtpsim.trace_records import TraceRequest, TraceStep
@@ -127,7 +127,7 @@ def make_trace(policy: str, seed: int, n_requests: int = 80, conc: int = 6,
     return tr
 
 
-def quantities_of(tr: Trace) -> StepQuantities:
+def quantities_of(tr: Trace) -> StepShape:
     from mtpsim.calibration.fit import step_quantities
 
     return step_quantities(tr)[0]

@@ -103,9 +103,9 @@ def test_context_ref_is_a_context_in_tokens(folder, ref):
 @FAST
 @given(name=st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=10))
 def test_an_unknown_cost_feature_is_refused_not_priced_at_zero(folder, name):
-    from mtpsim.models.cost import StepQuantities, cost_features
+    from mtpsim.models.cost import StepShape, cost_features
 
-    if name in cost_features(StepQuantities(), 1, 1)["verify"]:
+    if name in cost_features(StepShape(), 1, 1)["verify"]:
         return
 
     def edit(cal):

@@ -43,7 +43,7 @@ from mtpsim.calibration.schema import (
     PhaseFit,
 )
 from mtpsim.models.acceptance import keep_factor
-from mtpsim.models.cost import KEY_FEATURES, StepQuantities, cost_features
+from mtpsim.models.cost import KEY_FEATURES, StepShape, cost_features
 from mtpsim.models.overlap import agreement_curve, fitted_agreement, overlap_from_agreement
 from mtpsim.models.penalty import fitted_kappa
 from mtpsim.policies import BASELINE, policies_where, traits
@@ -430,7 +430,13 @@ def fit_overlap(traces: Sequence[Trace]) -> OverlapFit:
     return OverlapFit(fits, report)
 
 
-def step_quantities(tr: Trace) -> tuple[StepQuantities, np.ndarray]:
+# The StepShape fields a trace gives back (its prompts' key sums and chunk reads are not
+# recorded, and the fitted cost does not use them).
+TRACED_QUANTITIES = ("num_decode", "decode_ctx", "decode_keys", "num_draft", "draft_ctx",
+                     "draft_keys", "prefill_done", "prefill_tokens", "prefill_pairs")
+
+
+def step_quantities(tr: Trace) -> tuple[StepShape, np.ndarray]:
     """Per-step quantities reconstructed from a trace, and the host gap after each step.
 
     Prompt lengths come from each request's first verification (context = prompt + 1 token),
@@ -448,7 +454,7 @@ def step_quantities(tr: Trace) -> tuple[StepQuantities, np.ndarray]:
     known = [p for v in prompts_after.values() for p in v]
     mean_prompt = float(np.mean(known)) if known else 0.0
     K = tr.index_topk
-    cols: dict[str, list[float]] = {n: [] for n in StepQuantities.__dataclass_fields__}
+    cols: dict[str, list[float]] = {n: [] for n in TRACED_QUANTITIES}
     for j, st in enumerate(tr.steps):
         ctx = np.asarray([r.context_len for r in st.requests], float)
         finishing = np.asarray([last[r.id] == j for r in st.requests], bool)
@@ -465,7 +471,7 @@ def step_quantities(tr: Trace) -> tuple[StepQuantities, np.ndarray]:
         cols["prefill_done"].append(float(p_arr.size))
         cols["prefill_tokens"].append(float(p_arr.sum()))
         cols["prefill_pairs"].append(float((p_arr * (p_arr + 1) / 2).sum()))
-    q = StepQuantities(**{n: np.asarray(v, float) for n, v in cols.items()})
+    q = StepShape(**{n: np.asarray(v, float) for n, v in cols.items()})
     t = np.asarray([st.time_s for st in tr.steps], float)
     busy = np.asarray([sum(st.phases.values()) + st.shadow_s for st in tr.steps], float)
     gaps = np.maximum(np.diff(t) - busy[:-1], 0.0) if t.size > 1 else np.zeros(0)

@@ -218,9 +218,9 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
     cost = rd.table(obj, "cost", "")
     phases_raw = rd.table(cost, "phases", "cost.")
     phases: dict[str, PhaseFit] = {}
-    from mtpsim.models.cost import StepQuantities, cost_features
+    from mtpsim.models.cost import StepShape, cost_features
 
-    known = cost_features(StepQuantities(), 1, 1)  # the features each phase can be priced on
+    known = cost_features(StepShape(), 1, 1)  # the features each phase can be priced on
     for p in PHASES:
         ph = rd.table(phases_raw, p, "cost.phases.")
         where = f"cost.phases.{p}."

@@ -25,7 +25,8 @@ Num = float | np.ndarray
 
 @dataclass(slots=True)
 class StepShape:
-    """One engine step's batch (fields may be arrays over steps).
+    """One engine step's batch (fields may be arrays over steps): what the simulator prices, and
+    what the fitted cost reads back from a trace (mtpsim.calibration.fit.step_quantities).
 
     decode requests verify k+1 tokens each; `draft_*` are the requests that draft after the step
     (decoding ones plus those whose prompt completes in it). Contexts count keys up to the last
@@ -43,27 +44,8 @@ class StepShape:
     prefill_reads: Num = 0.0  # sum over chunks of their end position (indexer keys read once)
     prefill_done: Num = 0  # chunks that complete a prompt (their last token is sampled)
 
+
 # ---- fitted features ------------------------------------------------------------------------
-@dataclass(slots=True)
-class StepQuantities:
-    """What a step's cost depends on (fields may be arrays over steps)."""
-
-    num_decode: Num = 0.0  # requests verifying k+1 tokens
-    decode_ctx: Num = 0.0  # sum of their contexts
-    decode_keys: Num = 0.0  # sum of min(context, top-k)
-    num_draft: Num = 0.0  # requests drafting after the step
-    draft_ctx: Num = 0.0
-    draft_keys: Num = 0.0
-    prefill_done: Num = 0.0  # prompts prefilled (each drafts on its own in the reference engine)
-    prefill_tokens: Num = 0.0
-    prefill_pairs: Num = 0.0  # sum over prompt tokens of (position + 1): indexer query-key pairs
-
-    @classmethod
-    def from_shape(cls, s: StepShape) -> StepQuantities:
-        return cls(s.num_decode, s.decode_ctx, s.decode_keys, s.num_draft, s.draft_ctx, s.draft_keys,
-                   s.prefill_done, s.prefill_tokens, s.prefill_pairs)
-
-
 # Per phase that runs the sparse attention: its per-key feature, the per-row twin, and its
 # per-call feature (None: negligible). With the attention seconds a trace records (Trace
 # `attention`), those are fitted on the per-key and per-call features (the attention's own fixed
@@ -75,7 +57,7 @@ KEY_FEATURES: dict[str, tuple[str, str, str | None]] = {
     "draft_prefill": ("row_keys", "rows", "calls"), "draft_decode_rest": ("row_keys", "rows", "calls")}
 
 
-def cost_features(x: StepQuantities, k: int, topk: int) -> dict[str, dict[str, np.ndarray]]:
+def cost_features(x: StepShape, k: int, topk: int) -> dict[str, dict[str, np.ndarray]]:
     """phase -> feature name -> value; a phase's seconds are a non-negative combination.
 
     Rows that attend are priced twice: per row (projections, MLP: independent of top-k) and per
@@ -121,9 +103,9 @@ class FittedCost:
     speed: float = 1.0  # duration scale: target machine's probe figure / the calibration's
 
     def step(self, s: StepShape) -> dict[str, np.ndarray]:
-        return self.priced(StepQuantities.from_shape(s))
+        return self.priced(s)
 
-    def priced(self, q: StepQuantities) -> dict[str, np.ndarray]:
+    def priced(self, q: StepShape) -> dict[str, np.ndarray]:
         """Seconds per phase of steps with these quantities (a simulated step's, or a traced one's)."""
         feats = cost_features(q, self.k, self.topk)
         out: dict[str, np.ndarray] = {}
