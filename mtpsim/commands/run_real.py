@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
-from mtpsim.errors import ResultError, UserError
+from mtpsim.errors import UserError
 from mtpsim.fileio import output_dir
 from mtpsim.real.backend import ENGINES
 
@@ -18,99 +19,10 @@ if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
     from mtpsim.result import Result
     from mtpsim.spec import Experiment
 
-if TYPE_CHECKING:
-    pass
-
 console = Console()
 err_console = Console(stderr=True)
 
 DEFAULT_ENGINE = "reference"  # --engine's default (mtpsim.real.ENGINES lists them all)
-
-
-# Spec entries that do not change one policy's run (which policies run, labels, and the
-# simulator's acceptance model, priors and noise model, which a real run never reads).
-_NOT_SETTINGS = ("policies", "description", "source", "overrides", "acceptance", "uncertainty")
-
-
-def _settings(spec: dict) -> dict:
-    return {k: v for k, v in json.loads(json.dumps(spec)).items() if k not in _NOT_SETTINGS}
-
-
-_ABSENT = object()
-
-
-def _changed(old: Any, new: Any, prefix: str = "") -> list[str]:
-    """Dotted keys whose values differ between two spec dicts. A field the old result's spec
-    lacks (added to mtpsim since) counts as unchanged while the new spec holds its default."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        out = []
-        for k in sorted(set(old) | set(new)):
-            key = f"{prefix}{k}"
-            if k not in old and _json_default(key) == new[k]:
-                continue
-            out += _changed(old.get(k, _ABSENT), new.get(k, _ABSENT), key + ".")
-        return out
-    return [] if old == new else [prefix.rstrip(".")]
-
-
-def _json_default(dotted: str) -> Any:
-    """The default of spec field `section.key` as a spec dict holds it (_ABSENT if none)."""
-    import dataclasses
-
-    from mtpsim.spec.experiment import SECTIONS
-
-    section, _, key = dotted.partition(".")
-    fields = {f.name: f for f in dataclasses.fields(SECTIONS[section])} if section in SECTIONS else {}
-    f = fields.get(key)
-    if f is None:
-        return _ABSENT
-    value = f.default if f.default is not dataclasses.MISSING else (
-        f.default_factory() if f.default_factory is not dataclasses.MISSING else _ABSENT)
-    return value if value is _ABSENT else json.loads(json.dumps(value))
-
-
-def _weights_sha(exp: Experiment) -> str | None:
-    """The content hash of the reference weights the run will load (a bad path: one line);
-    None for the server's seeded random-init test model, which has no file (its name and the
-    seed, both in the spec, say what it is)."""
-    from mtpsim.engine.runner import weights_path
-    from mtpsim.engine.weights import fingerprint
-    from mtpsim.serve_reference.server import TINY_RANDOM
-
-    if exp.reference.weights == TINY_RANDOM:
-        return None
-    return fingerprint(weights_path(exp))
-
-
-def _finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
-              weights_sha: str | None = None, rounds: int = 1) -> Result | None:
-    """A complete result of the same run already at `path` (a rerun keeps it), None if there is
-    none; a result of other settings (spec, weights, engine, policy) is refused, not resumed.
-    Reference weights are compared by content (`weights_sha`) when the result records it: the
-    same file moved is the same run, a file retrained in place is not."""
-    from mtpsim.result import load_result
-
-    if not path.is_file():
-        return None
-    try:
-        res = load_result(path)
-    except ResultError:
-        return None  # not a finished result (writes are atomic): rerun the policy
-    diff = ([] if res.mode == mode else ["engine"]) + ([] if res.policy == policy else ["policy"])
-    diff += [] if ("server_argv" in res.extra) == served else ["--server"]
-    old, new = _settings(res.spec), _settings(exp.to_dict())
-    if weights_sha is not None and "weights_sha256" in res.extra:
-        for spec in (old, new):
-            spec.get("reference", {}).pop("weights", None)
-        diff += [] if res.extra["weights_sha256"] == weights_sha else ["reference weights (content)"]
-    diff += _changed(old, new)
-    had = len(res.extra.get("rounds") or [None])
-    diff += [] if had == rounds else [f"rounds ({had} there, {rounds} now)"]
-    if diff:
-        shown = ", ".join(diff[:4]) + (f" and {len(diff) - 4} more" if len(diff) > 4 else "")
-        raise UserError(path, None, f"expected a result of the same settings to resume, but "
-                        f"{shown} differ; rerun with --force to replace it, or choose another --out")
-    return res
 
 
 def _resume(experiment: Path, engine: str, out: Path, sets: list[str] | None, policies: list[str] | None,
@@ -156,73 +68,6 @@ def refuse_plain_decoding(exp: Experiment, command: str) -> None:
         raise UserError(exp.source, "speculative.num_speculative_tokens",
                         f"expected >= 1 for {command} (its engines run MTP; k = 0, plain "
                         "decoding, is simulated only: mtpsim simulate / sweep / advise)")
-
-
-def _round_plan(exp: Experiment, rounds: int | None, served: bool,
-                source: Path | None = None) -> list[tuple[tuple[str, ...], range]]:
-    """(policies in order, request indices) per round; one round for a served run, whose
-    server serves one policy per start."""
-    from mtpsim import rounds as rounds_mod
-
-    n = exp.workload.num_prompts
-    if served:
-        if rounds not in (None, 1):
-            raise UserError(None, "--rounds", "applies to the in-process reference engine (a served "
-                            "run starts one server per policy); pass --rounds 1 or drop --server")
-        r = 1
-    else:
-        conc = min(exp.workload.max_concurrency or n, exp.engine.max_num_seqs, n)
-        r = rounds if rounds is not None else rounds_mod.auto_rounds(n, conc)
-        if not 1 <= r <= n:
-            raise UserError(None, "--rounds", f"expected 1 to {n} (the workload's requests), got {r}")
-    return list(zip(rounds_mod.order(exp.policies, r), rounds_mod.chunks(n, r), strict=True))
-
-
-def _round_path(out: Path, r: int, n_rounds: int, policy: str) -> Path:
-    return out / f"{policy}.json" if n_rounds == 1 else out / "rounds" / f"r{r:02d}" / f"{policy}.json"
-
-
-def _finished_round(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
-                    weights_sha: str | None, r: int, n_rounds: int) -> tuple[Result, object] | None:
-    """A complete round of the same run at `path` with its trace, or None (then it reruns)."""
-    from mtpsim.trace import read_trace
-
-    res = _finished(path, mode, policy, exp, served, weights_sha, rounds=1)
-    if res is None:
-        return None
-    where = res.extra.get("round", {})
-    if where.get("index") != r or where.get("of") != n_rounds:
-        raise UserError(path, "extra.round", f"expected round {r + 1} of {n_rounds}, found "
-                        f"{where}; rerun with --force or choose another --out")
-    trace_path = path.with_suffix(".trace.jsonl")
-    return (res, read_trace(trace_path)) if trace_path.is_file() else None
-
-
-def _pool_rounds(parts: list[tuple[Result, object]], out: Path, name: str) -> tuple[Result, object]:
-    """Write the policy's pooled result and trace (after its last round) and return them."""
-    from mtpsim import rounds as rounds_mod
-
-    res = rounds_mod.pool([p[0] for p in parts])
-    tr = rounds_mod.pool_traces([p[1] for p in parts])
-    tr.write(out / f"{name}.trace.jsonl")
-    res.write(out / f"{name}.json")
-    return res, tr
-
-
-class _Probe:
-    """Machine-speed probe readings: the reading after one block is the one before the next."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled, self.last = enabled, None
-
-    def reading(self, fresh: bool = False) -> dict | None:
-        if not self.enabled:
-            return None
-        if fresh or self.last is None:
-            from mtpsim.probe import run_probe
-
-            self.last = run_probe()
-        return self.last
 
 
 def run_real(
@@ -299,85 +144,42 @@ def run_real(
         raise UserError(None, "--trace" if trace else "--bench-client",
                         "applies to --engine vllm or --server runs")
     output_dir(out, "--out")  # before the run: a finished run must have somewhere to go
+    from mtpsim.real import run as real_run
+
     mode = caps.mode
-    weights_sha = _weights_sha(exp) if caps.weights_by_content else None
-    n_rounds = len(_round_plan(exp, rounds, not caps.rounds, source=experiment))
-    kept = {} if force else {name: prev for name in exp.policies if (prev := _finished(
-        out / f"{name}.json", mode, name, exp, served, weights_sha, n_rounds))}
+    weights_sha = real_run.weights_sha_of(exp) if caps.weights_by_content else None
+    plan = real_run.round_plan(exp, rounds, not caps.rounds, source=experiment)
+    kept = {} if force else {name: prev for name in exp.policies if (prev := real_run.finished(
+        out / f"{name}.json", mode, name, exp, served, weights_sha, len(plan)))}
     runner = real.runner(out, trace, bench_client, smoke=smoke)
     if smoke:
         smoke_run.prepare_model((out / "smoke-model").absolute())
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from mtpsim import rounds as rounds_mod
-
-    plan = _round_plan(exp, rounds, not caps.rounds, source=experiment)
-    results: dict[str, Result] = {}
-    traces: dict[str, object] = {}
-    progress: dict[str, int] = {}
-    done_rounds: dict[str, list[Path]] = {}
+    state = real_run.RealRun(exp, out, plan)
     t0 = time.perf_counter()
-    probe = _Probe(enabled=probe_on and caps.probe)
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=err_console, transient=True) as bar:
-            for name, prev in kept.items():
-                results[name] = prev
-                err_console.print(f"{name}: kept {out / f'{name}.json'} (use --force to rerun)",
-                                  highlight=False)
-            by_round: dict[str, list[tuple[Result, object]]] = {p: [] for p in exp.policies if p not in kept}
-            for r, (names, chunk) in enumerate(plan):
-                for position, name in enumerate(n for n in names if n not in kept):
-                    res_path = _round_path(out, r, len(plan), name)
-                    prev_round = None if force or len(plan) == 1 else _finished_round(
-                        res_path, mode, name, exp, served, weights_sha, r, len(plan))
-                    if prev_round is not None:
-                        by_round[name].append(prev_round)
-                        done_rounds.setdefault(name, []).append(res_path)
-                        continue
-                    label = f"{engine}: {name}" + (f" round {r + 1}/{len(plan)}" if len(plan) > 1 else "")
-                    task = bar.add_task(label, total=len(chunk))
-                    progress[name] = 0
 
-                    def tick(done: int, _n: int, task=task, name=name) -> None:
-                        progress[name] = done
-                        bar.update(task, completed=done)
+            def start(name: str, label: str, total: int) -> Callable[[int, int], None]:
+                task = bar.add_task(f"{engine}: {label}", total=total)
+                return lambda done, _n: bar.update(task, completed=done)
 
-                    before = probe.reading()
-                    if len(plan) == 1:
-                        result, run_trace = runner(exp, name, tick)
-                    else:
-                        result, run_trace = runner(exp, name, tick, requests=chunk)
-                    after = probe.reading(fresh=True)
-                    del progress[name]
-                    if weights_sha is not None:
-                        result.extra["weights_sha256"] = weights_sha
-                    result.extra["round"] = {"index": r, "of": len(plan), "position": position,
-                                             "requests": [chunk.start, chunk.stop]}
-                    if before is not None:
-                        result.extra["probe"] = {"before": before, "after": after}
-                        run_trace.meta["probe"] = [before, after]
-                    if len(plan) == 1:
-                        result.extra["rounds"] = [rounds_mod.summary(result)]
-                        results[name], traces[name] = result, run_trace
-                    else:
-                        res_path.parent.mkdir(parents=True, exist_ok=True)
-                    run_trace.write(res_path.with_suffix(".trace.jsonl"))
-                    result.write(res_path)  # last, so a result on disk means the round is complete
-                    by_round[name].append((result, run_trace))
-                    done_rounds.setdefault(name, []).append(res_path)
-            if len(plan) > 1:
-                for name, parts in by_round.items():
-                    results[name], traces[name] = _pool_rounds(parts, out, name)
+            real_run.run_policies(
+                state, runner, mode=mode, served=served, weights_sha=weights_sha, kept=kept,
+                force=force, probe=real_run.Probe(enabled=probe_on and caps.probe), start=start,
+                say=lambda line: err_console.print(line, highlight=False))
     except KeyboardInterrupt:
-        err_console.print(_interrupted(exp.policies, results, progress, exp.workload.num_prompts, out,
+        err_console.print(_interrupted(exp.policies, state.results, state.progress,
+                                       exp.workload.num_prompts, out,
                                        _resume(experiment, engine, out, set_, policy, seed, server, trace,
-                                               bench_client, rounds), done_rounds, len(plan)),
+                                               bench_client, rounds), state.done_rounds, len(plan)),
                           highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(130) from None
     wall = time.perf_counter() - t0
-    results = {p: results[p] for p in exp.policies if p in results}
+    results, traces = state.results, state.traces
 
     from mtpsim.report import phase_table, pr_table, summary_lines
     from mtpsim.report.fit import print_table

@@ -1,0 +1,249 @@
+"""Running an experiment's policies for real, round by round, resumable: the loop behind
+`mtpsim run-real` (the command parses options, prints tables and says what an interrupt kept).
+
+A run of R rounds runs every policy on each round's requests (A B / B A order, mtpsim.rounds) and
+writes DIR/rounds/rNN/<policy>.json and .trace.jsonl, then the pooled DIR/<policy>.json; one round
+writes DIR/<policy>.json directly. A result is written last, so one on disk is complete; a rerun
+keeps the results of the same settings and refuses those of other settings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mtpsim.errors import ResultError, UserError
+
+if TYPE_CHECKING:
+    from mtpsim.result import Result
+    from mtpsim.spec import Experiment
+
+
+# Spec entries that do not change one policy's run (which policies run, labels, and the
+# simulator's acceptance model, priors and noise model, which a real run never reads).
+_NOT_SETTINGS = ("policies", "description", "source", "overrides", "acceptance", "uncertainty")
+
+
+def _settings(spec: dict) -> dict:
+    return {k: v for k, v in json.loads(json.dumps(spec)).items() if k not in _NOT_SETTINGS}
+
+
+_ABSENT = object()
+
+
+def _changed(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ between two spec dicts. A field the old result's spec
+    lacks (added to mtpsim since) counts as unchanged while the new spec holds its default."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in sorted(set(old) | set(new)):
+            key = f"{prefix}{k}"
+            if k not in old and _json_default(key) == new[k]:
+                continue
+            out += _changed(old.get(k, _ABSENT), new.get(k, _ABSENT), key + ".")
+        return out
+    return [] if old == new else [prefix.rstrip(".")]
+
+
+def _json_default(dotted: str) -> Any:
+    """The default of spec field `section.key` as a spec dict holds it (_ABSENT if none)."""
+    import dataclasses
+
+    from mtpsim.spec.experiment import SECTIONS
+
+    section, _, key = dotted.partition(".")
+    fields = {f.name: f for f in dataclasses.fields(SECTIONS[section])} if section in SECTIONS else {}
+    f = fields.get(key)
+    if f is None:
+        return _ABSENT
+    value = f.default if f.default is not dataclasses.MISSING else (
+        f.default_factory() if f.default_factory is not dataclasses.MISSING else _ABSENT)
+    return value if value is _ABSENT else json.loads(json.dumps(value))
+
+
+def weights_sha_of(exp: Experiment) -> str | None:
+    """The content hash of the reference weights the run will load (a bad path: one line);
+    None for the server's seeded random-init test model, which has no file (its name and the
+    seed, both in the spec, say what it is)."""
+    from mtpsim.engine.runner import weights_path
+    from mtpsim.engine.weights import fingerprint
+    from mtpsim.serve_reference.server import TINY_RANDOM
+
+    if exp.reference.weights == TINY_RANDOM:
+        return None
+    return fingerprint(weights_path(exp))
+
+
+def finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
+              weights_sha: str | None = None, rounds: int = 1) -> Result | None:
+    """A complete result of the same run already at `path` (a rerun keeps it), None if there is
+    none; a result of other settings (spec, weights, engine, policy) is refused, not resumed.
+    Reference weights are compared by content (`weights_sha`) when the result records it: the
+    same file moved is the same run, a file retrained in place is not."""
+    from mtpsim.result import load_result
+
+    if not path.is_file():
+        return None
+    try:
+        res = load_result(path)
+    except ResultError:
+        return None  # not a finished result (writes are atomic): rerun the policy
+    diff = ([] if res.mode == mode else ["engine"]) + ([] if res.policy == policy else ["policy"])
+    diff += [] if ("server_argv" in res.extra) == served else ["--server"]
+    old, new = _settings(res.spec), _settings(exp.to_dict())
+    if weights_sha is not None and "weights_sha256" in res.extra:
+        for spec in (old, new):
+            spec.get("reference", {}).pop("weights", None)
+        diff += [] if res.extra["weights_sha256"] == weights_sha else ["reference weights (content)"]
+    diff += _changed(old, new)
+    had = len(res.extra.get("rounds") or [None])
+    diff += [] if had == rounds else [f"rounds ({had} there, {rounds} now)"]
+    if diff:
+        shown = ", ".join(diff[:4]) + (f" and {len(diff) - 4} more" if len(diff) > 4 else "")
+        raise UserError(path, None, f"expected a result of the same settings to resume, but "
+                        f"{shown} differ; rerun with --force to replace it, or choose another --out")
+    return res
+
+
+def round_plan(exp: Experiment, rounds: int | None, served: bool,
+                source: Path | None = None) -> list[tuple[tuple[str, ...], range]]:
+    """(policies in order, request indices) per round; one round for a served run, whose
+    server serves one policy per start."""
+    from mtpsim import rounds as rounds_mod
+
+    n = exp.workload.num_prompts
+    if served:
+        if rounds not in (None, 1):
+            raise UserError(None, "--rounds", "applies to the in-process reference engine (a served "
+                            "run starts one server per policy); pass --rounds 1 or drop --server")
+        r = 1
+    else:
+        conc = min(exp.workload.max_concurrency or n, exp.engine.max_num_seqs, n)
+        r = rounds if rounds is not None else rounds_mod.auto_rounds(n, conc)
+        if not 1 <= r <= n:
+            raise UserError(None, "--rounds", f"expected 1 to {n} (the workload's requests), got {r}")
+    return list(zip(rounds_mod.order(exp.policies, r), rounds_mod.chunks(n, r), strict=True))
+
+
+def round_path(out: Path, r: int, n_rounds: int, policy: str) -> Path:
+    return out / f"{policy}.json" if n_rounds == 1 else out / "rounds" / f"r{r:02d}" / f"{policy}.json"
+
+
+def finished_round(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
+                    weights_sha: str | None, r: int, n_rounds: int) -> tuple[Result, object] | None:
+    """A complete round of the same run at `path` with its trace, or None (then it reruns)."""
+    from mtpsim.trace import read_trace
+
+    res = finished(path, mode, policy, exp, served, weights_sha, rounds=1)
+    if res is None:
+        return None
+    where = res.extra.get("round", {})
+    if where.get("index") != r or where.get("of") != n_rounds:
+        raise UserError(path, "extra.round", f"expected round {r + 1} of {n_rounds}, found "
+                        f"{where}; rerun with --force or choose another --out")
+    trace_path = path.with_suffix(".trace.jsonl")
+    return (res, read_trace(trace_path)) if trace_path.is_file() else None
+
+
+def pool_rounds(parts: list[tuple[Result, object]], out: Path, name: str) -> tuple[Result, object]:
+    """Write the policy's pooled result and trace (after its last round) and return them."""
+    from mtpsim import rounds as rounds_mod
+
+    res = rounds_mod.pool([p[0] for p in parts])
+    tr = rounds_mod.pool_traces([p[1] for p in parts])
+    tr.write(out / f"{name}.trace.jsonl")
+    res.write(out / f"{name}.json")
+    return res, tr
+
+
+class Probe:
+    """Machine-speed probe readings: the reading after one block is the one before the next."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled, self.last = enabled, None
+
+    def reading(self, fresh: bool = False) -> dict | None:
+        if not self.enabled:
+            return None
+        if fresh or self.last is None:
+            from mtpsim.probe import run_probe
+
+            self.last = run_probe()
+        return self.last
+
+
+@dataclass
+class RealRun:
+    """One run as it goes: finished policies (kept or run now), each one's requests done so far
+    while it runs, and the rounds on disk, so an interrupted run can say what it kept."""
+
+    exp: Experiment
+    out: Path
+    plan: list[tuple[tuple[str, ...], range]]
+    results: dict[str, Result] = field(default_factory=dict)
+    traces: dict[str, Any] = field(default_factory=dict)
+    progress: dict[str, int] = field(default_factory=dict)
+    done_rounds: dict[str, list[Path]] = field(default_factory=dict)
+
+
+def run_policies(run: RealRun, runner: Callable[..., Any], *, mode: str, served: bool,
+                 weights_sha: str | None, kept: dict[str, Result], force: bool, probe: Probe,
+                 start: Callable[[str, str, int], Callable[[int, int], None]],
+                 say: Callable[[str], None]) -> None:
+    """Run every policy not `kept` over the plan's rounds with `runner` (exp, policy, progress,
+    requests=...) -> (Result, Trace). `start(policy, label, requests)` shows a progress line and
+    returns its updater; `say` prints a line."""
+    from mtpsim import rounds as rounds_mod
+
+    exp, out, plan = run.exp, run.out, run.plan
+    for name, prev in kept.items():
+        run.results[name] = prev
+        say(f"{name}: kept {out / f'{name}.json'} (use --force to rerun)")
+    by_round: dict[str, list[tuple[Result, object]]] = {p: [] for p in exp.policies if p not in kept}
+    for r, (names, chunk) in enumerate(plan):
+        for position, name in enumerate(n for n in names if n not in kept):
+            res_path = round_path(out, r, len(plan), name)
+            prev_round = None if force or len(plan) == 1 else finished_round(
+                res_path, mode, name, exp, served, weights_sha, r, len(plan))
+            if prev_round is not None:
+                by_round[name].append(prev_round)
+                run.done_rounds.setdefault(name, []).append(res_path)
+                continue
+            label = name + (f" round {r + 1}/{len(plan)}" if len(plan) > 1 else "")
+            shown = start(name, label, len(chunk))
+            run.progress[name] = 0
+
+            def tick(done: int, n: int, name: str = name, shown=shown) -> None:
+                run.progress[name] = done
+                shown(done, n)
+
+            before = probe.reading()
+            if len(plan) == 1:
+                result, run_trace = runner(exp, name, tick)
+            else:
+                result, run_trace = runner(exp, name, tick, requests=chunk)
+            after = probe.reading(fresh=True)
+            del run.progress[name]
+            if weights_sha is not None:
+                result.extra["weights_sha256"] = weights_sha
+            result.extra["round"] = {"index": r, "of": len(plan), "position": position,
+                                     "requests": [chunk.start, chunk.stop]}
+            if before is not None:
+                result.extra["probe"] = {"before": before, "after": after}
+                run_trace.meta["probe"] = [before, after]
+            if len(plan) == 1:
+                result.extra["rounds"] = [rounds_mod.summary(result)]
+                run.results[name], run.traces[name] = result, run_trace
+            else:
+                res_path.parent.mkdir(parents=True, exist_ok=True)
+            run_trace.write(res_path.with_suffix(".trace.jsonl"))
+            result.write(res_path)  # last, so a result on disk means the round is complete
+            by_round[name].append((result, run_trace))
+            run.done_rounds.setdefault(name, []).append(res_path)
+    if len(plan) > 1:
+        for name, parts in by_round.items():
+            run.results[name], run.traces[name] = pool_rounds(parts, out, name)
+    run.results = {p: run.results[p] for p in exp.policies if p in run.results}
