@@ -30,7 +30,7 @@ def test_model_section(raw, key, expected):
 
 @pytest.mark.parametrize("raw, key, expected", [
     ({"hardware": {"hbm_tbps": 0}}, "hardware.hbm_tbps", "> 0"),
-    ({"hardware": {"preset": "a100"}}, "hardware.preset", "b200, h200"),
+    ({"hardware": {"preset": "a100"}}, "hardware.preset", "b200, b300, gb200"),
     ({"hardware": {"preset": "h200"}, "model": {"quantization": "nvfp4"}}, "model.quantization",
      "FP4"),
 ])
