@@ -70,6 +70,20 @@ def refuse_plain_decoding(exp: Experiment, command: str) -> None:
                         "decoding, is simulated only: mtpsim simulate / sweep / advise)")
 
 
+MAX_ARRIVAL_SPAN_S = 86_400.0  # a real run's requests arrive within a day of wall clock
+
+
+def _check_wall_clock(exp: Experiment) -> None:
+    """A real run waits for each arrival: a rate whose requests span more than a day (1e-9/s)
+    would sit idle, not measure anything."""
+    w = exp.workload
+    span = w.num_prompts / w.request_rate
+    if span > MAX_ARRIVAL_SPAN_S:
+        raise UserError(exp.source, "workload.request_rate", f"expected arrivals within "
+                        f"{MAX_ARRIVAL_SPAN_S:,.0f} s of wall clock on a real run "
+                        f"({w.num_prompts} requests at {w.request_rate:g}/s span {span:.3g} s)")
+
+
 def run_real(
     experiment: Annotated[Path, typer.Argument(help="Experiment TOML, e.g. experiments/reference-cpu.toml.")],
     engine: Annotated[str, typer.Option(help=f"Real engine: {', '.join(ENGINES)}.")] = DEFAULT_ENGINE,
@@ -137,6 +151,7 @@ def run_real(
         trace, force = True, True  # the checks need this run's traces
         overrides = [*smoke_run.overrides((out / "smoke-model").absolute()), *overrides]
     exp = load_experiment(str(experiment), overrides)
+    _check_wall_clock(exp)
     refuse_plain_decoding(exp, "run-real")
     real.refuse(exp, exp.policies)  # before any server starts, not an hour in
     served = caps.served

@@ -48,6 +48,10 @@ def serve_reference(
     It prints the URL once it listens, then one line per request.
     Example: [cyan]mtpsim serve-reference --policy share --port 8000[/cyan]
     """
+    if exit_with_parent:  # first of all: the launcher may die while this process starts
+        from mtpsim.serve_reference.server import launcher_pid, watch_parent
+
+        watch_parent(launcher_pid())
     from mtpsim.extras import require
 
     require("serve-reference", "reference", "serve")
@@ -85,6 +89,14 @@ def serve_reference(
         if not sidecar(Path(w)).is_file():
             raise UserError(w, None, f"expected its config next to it in {sidecar(Path(w))} "
                             "(weights are saved as .safetensors + .json)")
+    from mtpsim.serve_reference.limits import check_server_limits
+
+    if w == TINY_RANDOM:
+        config = {"n_layer": 1, "dim": 32, "index_head_dim": 8, "index_topk": 16}
+    else:
+        config = weights_mod.read_meta(weights_mod.resolve(w)).get("config") or {}
+    check_server_limits(config if isinstance(config, dict) else {}, max_model_len, max_num_seqs,
+                        exp.k, exp.speculative.index_topk)
     from mtpsim.engine.runner import resolve_device
 
     device = str(resolve_device(exp.reference.device))  # "cuda" with no GPU: a one-line error

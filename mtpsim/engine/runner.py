@@ -96,6 +96,9 @@ def run_policy(exp: Experiment, policy: str, progress: Progress | None = None,
     if max_len + exp.k + 1 > model.args.max_seq_len:
         raise SpecError(exp.source, "workload", f"prompt + output ({max_len}) exceeds the reference "
                         f"model's {model.args.max_seq_len - exp.k - 1} positions")
+    if topk > max_len:  # a top-k wider than any context selects everything: dense, and slow
+        raise SpecError(exp.source, "speculative.index_topk", f"expected at most the longest "
+                        f"prompt + output ({max_len} tokens), got {topk}")
     cfg = EngineConfig(num_speculative_tokens=exp.k, index_topk=topk, max_num_seqs=conc,
                        max_model_len=max_len, policy=policy, trace=True)
     cpu_clock = ref.clock == "cpu"

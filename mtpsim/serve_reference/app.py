@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response, Streami
 
 from mtpsim.client.prometheus import render_spec_decode
 from mtpsim.serve_reference.access_log import KEY, AccessLog, Emit
+from mtpsim.serve_reference.body_limit import BodyLimit
 from mtpsim.serve_reference.errors import ApiError, ErrorResponse, install_error_handlers
 from mtpsim.serve_reference.loop import EngineLoop, _Add
 from mtpsim.serve_reference.protocol import (
@@ -97,6 +98,7 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int,
     """The ASGI app; with `access_log`, one line per request goes to it."""
     app = FastAPI(title="mtpsim reference server", docs_url=None, redoc_url=None)
     install_error_handlers(app)
+    app.add_middleware(BodyLimit)
     labels = {"engine": "0", "model_name": model_name}
 
     @app.get("/health", response_class=PlainTextResponse,

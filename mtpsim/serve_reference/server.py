@@ -58,11 +58,30 @@ def build_engine(opts: ServerOptions) -> Any:
     return SpecDecodeEngine(model, cfg, seed=opts.seed)
 
 
-def _watch_parent(parent: int) -> None:
-    """End this server when the process that started it is gone (even after a SIGKILL)."""
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os.kill(os.getpid(), signal.SIGTERM)
+PARENT_ENV = "MTPSIM_PARENT_PID"  # the runner's PID, set in the server's environment
+
+
+def launcher_pid() -> int:
+    """The process that launched this one: the PID the runner put in the environment (read
+    even if the runner is already gone), else the parent as first seen."""
+    v = os.environ.get(PARENT_ENV, "")
+    return int(v) if v.isdigit() else os.getppid()
+
+
+def watch_parent(parent: int) -> None:
+    """End this server when `parent` is gone (even after a SIGKILL, even before the engine is
+    built): started first thing, so a runner killed during start-up leaves nothing serving."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _stop_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def bind(port: int) -> socket.socket:
@@ -94,8 +113,10 @@ def serve(opts: ServerOptions) -> None:
     from mtpsim.serve_reference.app import create_app
     from mtpsim.serve_reference.loop import EngineLoop
 
-    if opts.exit_with_parent:
-        threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    # SIGTERM stops the server as Ctrl-C does (uvicorn re-raises the signal it caught once it
+    # has shut down: as an interrupt it reaches the "stopped" line instead of killing us first)
+    signal.signal(signal.SIGTERM, _stop_as_interrupt)
+
     def engine_failed(error: BaseException) -> None:
         # A server whose engine is dead must not look healthy: exit, so the runner sees it.
         os.kill(os.getpid(), signal.SIGTERM)

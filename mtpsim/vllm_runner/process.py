@@ -80,7 +80,8 @@ class ServerProcess:
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(self.argv, env={**os.environ, **self.env},
+            env = {**os.environ, **self.env, "MTPSIM_PARENT_PID": str(os.getpid())}
+            self.proc = subprocess.Popen(self.argv, env=env,
                                          stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True)
 
