@@ -33,12 +33,17 @@ err_console = Console(stderr=True)
 def print_error(text: str) -> None:
     """The one red line every user error ends with (control characters escaped)."""
     err_console.print(f"[bold red]error:[/bold red] {escape(one_line(text))}", highlight=False,
-                      soft_wrap=True)
+                      soft_wrap=True, emoji=False)  # a file named x:smile:y.toml stays so
 
 
 class OneLineUsageErrors(TyperGroup):
     """Typer prints its own usage errors (a missing argument, an unknown option, a bad flag
     value) as a boxed block; mtpsim's contract is one line and exit code 2 for every bad input."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        from mtpsim.clihelp import untyped
+
+        return untyped(super().get_params(ctx))  # `--version` takes no value: no `<bool>`
 
     def main(self, args: Any = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:

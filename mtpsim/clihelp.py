@@ -40,7 +40,15 @@ class TeachingCommand(TyperCommand):
 
     def get_params(self, ctx: Any) -> list[Any]:
         params = super().get_params(ctx)  # --help is added here, after __init__
-        for p in params:
-            if getattr(p, "is_flag", False) and p.metavar is None:
-                p.metavar = ""  # Typer prints the metavar instead of "<bool>"
-        return params
+        return untyped(params)
+
+
+def untyped(params: list[Any]) -> list[Any]:
+    """No type column: a flag takes no value (`<bool>` misleads), and for the others the type
+    column (`<list[str]>`) narrows the help column until an example such as
+    `speculative.num_speculative_tokens=2` no longer fits 80 columns and is cut with an ellipsis;
+    each help text gives an example value instead."""
+    for p in params:
+        if p.metavar is None and getattr(p, "param_type_name", "") == "option":
+            p.metavar = ""  # Typer prints the metavar instead of the type
+    return params

@@ -200,3 +200,16 @@ def make_policy(name: str, model: TopkSharingModel, state: DraftState) -> Fresh:
         raise UserError(None, "policy", f"expected one of {', '.join(POLICY_CLASSES)}, got {name!r}")
     check_model(model)
     return POLICY_CLASSES[name](model, state)
+
+
+def policy_flag(names: list[str] | None, flag: str = "--policy") -> list[str]:
+    """The policies a `-p/--policy` flag names, checked here so an unknown one is blamed on
+    the flag (not on the `policies=` override it becomes)."""
+    from mtpsim.errors import UserError
+
+    for name in names or []:
+        if name not in POLICIES:
+            raise UserError(None, flag, f"expected one of {', '.join(POLICIES)}, got {name!r}")
+    if names and len(set(names)) != len(names):
+        raise UserError(None, flag, f"expected each policy once, got {', '.join(names)}")
+    return list(names or [])

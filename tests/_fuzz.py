@@ -21,6 +21,15 @@ from mtpsim.spec.experiment import SECTIONS, TOP_LEVEL
 SEED = int(os.environ.get("MTPSIM_FUZZ_SEED") or random.SystemRandom().randrange(2**32))
 
 
+# Every fuzz run of this session: (name, cases, broken); conftest prints them at the end, so a
+# CI log always says how much was fuzzed, how much broke and with which seed.
+RUNS: list[tuple[str, int, int]] = []
+
+
+def record(name: str, cases: int, broken: int) -> None:
+    RUNS.append((name, cases, broken))
+
+
 def fuzz_settings(max_examples: int) -> settings:
     """Bounded runs: no example database (nothing written to the repository), no deadline (a
     loaded CI machine is slow, not wrong; pytest-timeout catches a real hang)."""

@@ -75,3 +75,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         for line in _skipped:
             print(f"  {line}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """The bad-input fuzzer's totals (tests/_fuzz.py), last in the log: cases, broken, seed."""
+    import sys
+
+    fuzz = sys.modules.get("_fuzz")
+    if fuzz is None or not fuzz.RUNS:
+        return
+    cases = sum(n for _, n, _ in fuzz.RUNS)
+    broken = sum(b for _, _, b in fuzz.RUNS)
+    terminalreporter.write_sep("=", "bad-input fuzzing")
+    by_name: dict[str, list[int]] = {}
+    for name, n, b in fuzz.RUNS:
+        totals = by_name.setdefault(name, [0, 0])
+        totals[0] += n
+        totals[1] += b
+    for name, (n, b) in by_name.items():
+        terminalreporter.write_line(f"  {name}: {n} cases, {b} broken")
+    terminalreporter.write_line(f"fuzz: {cases} cases, {broken} broken, seed {fuzz.SEED} "
+                                f"(replay: MTPSIM_FUZZ_SEED={fuzz.SEED})")

@@ -25,6 +25,7 @@ from _fuzz import (
     mutate,
     mutate_number,
     plausible,
+    record,
     text,
     to_toml,
     toml_value,
@@ -87,10 +88,15 @@ def _fuzz(report, name: str, check, max_examples: int) -> None:
     def test(data):
         outcomes["refused" if check(data) is None else "accepted"] += 1
 
+    broken = 0
     try:
         test()
+    except BaseException:
+        broken = 1  # Hypothesis stops at the first (shrunk) failing case
+        raise
     finally:
         report(name, outcomes)
+        record(name, sum(outcomes.values()), broken)
 
 
 def _small_enough(path: Path, sets: list[str]) -> bool:
@@ -297,3 +303,69 @@ def test_the_contract_holds_for_the_real_process(tmp_path, make_bad, command):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and p.stderr.startswith("error: ") and p.stderr.count("\n") == 1, \
         p.stderr
+
+
+# The generated cases of issue 24 that broke (one per root cause and surface), kept as a fixed
+# corpus: each must end in exit 0 with strict JSON or exit 2 with one line.
+PR = str(ROOT / "experiments" / "pr47352.toml")
+ADVISE = str(ROOT / "experiments" / "advise-deepseek-v3.2-b200.toml")
+SIM = str(ROOT / "docs" / "data" / "pr47352-sim")
+ISSUE_CASES = [
+    ["simulate", PR, "--set", "workload.num_prompts=1", "--set", "workload.output_len=1", "--json"],
+    ["simulate", PR, "--uncertainty", str(2**70), "--json"],
+    ["simulate", PR, "--uncertainty", "1000000", "--json"],
+    ["sweep", PR, "--set", "engine.max_num_seqs=8,16", "--uncertainty", str(10**6), "--json"],
+    ["advise", ADVISE, "--draws", str(10**6), "--json"],
+    ["compare", SIM, "--seed", "-1", "--json"],
+    ["compare", SIM, "--num-boot", str(10**9), "--json"],
+    ["compare", SIM, "--baseline", "bogus", "--json"],
+    ["sweep", PR, "--set", 'policies=["fresh"],["share"]', "--set", "workload.num_prompts=4", "--json"],
+    ["serve-reference", "--max-model-len", "8192"],
+    ["serve-reference", "--max-num-seqs", "100000"],
+    ["serve-reference", "--set", "speculative.index_topk=100000"],
+    ["serve-reference", "--policy", "shared"],
+    ["run-real", str(ROOT / "experiments" / "reference-cpu.toml"), "--set",
+     "workload.request_rate=1e-9"],
+    ["simulate", PR, "--uncertainty", "2", "--set", "uncertainty.discrepancy_pct=1e11", "--json"],
+    ["simulate", "x:smile:y.toml"],
+]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("args", ISSUE_CASES, ids=[" ".join(a[:3])[-40:] for a in ISSUE_CASES])
+def test_the_issues_generated_cases(args, tmp_path):
+    if args[0] == "run-real":
+        args = [*args, "--out", str(tmp_path / "rr")]
+    try:
+        res = _run(args)
+        out = assert_contract(res, " ".join(args))
+        if "x:smile:y.toml" in args:  # user text is never rich markup
+            assert "x:smile:y.toml" in res.stderr, res.stderr
+        if "shared" in args:  # blamed on the flag the user typed
+            assert res.stderr.startswith("error: --policy: "), res.stderr
+    except AssertionError:
+        record("issue 24's generated cases", 1, 1)
+        raise
+    record("issue 24's generated cases", 1, 0)
+    if args[0] == "simulate" and "--uncertainty" not in args and out is not None:
+        assert out["results"]  # the one-token run ran, its JSON strict (no NaN)
+
+
+HOSTILE_COUNTS = st.integers(-(2**70), 1) | st.integers(4097, 2**70) | st.sampled_from([2, 3])
+
+
+@pytest.mark.timeout(600)
+def test_fuzzed_counts_in_flags(report):
+    """Draw and replicate counts and seeds: outside their meaning one line, inside it a run."""
+
+    def check(data):
+        n = data.draw(HOSTILE_COUNTS)
+        args = data.draw(st.sampled_from([
+            ["simulate", PR, "--set", "workload.num_prompts=4", "--json", "--uncertainty", str(n)],
+            ["advise", ADVISE, "-j", "1", "--json", "--draws", str(n)],
+            ["compare", SIM, "--json", "--seed", str(n)],
+            ["compare", SIM, "--json", "--num-boot", str(max(n, 100) if n < 4097 else n)],
+        ]))
+        return assert_contract(_run(args), " ".join(args))
+
+    _fuzz(report, "counts in flags", check, 12)

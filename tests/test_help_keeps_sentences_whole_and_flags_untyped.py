@@ -43,3 +43,13 @@ def test_unwrap_joins_wrapped_lines_and_keeps_items():
 def test_flags_keep_working_without_a_type_column():
     out = _help("simulate", 120)
     assert re.search(r"--json\s{4,}Print machine-readable JSON", out)
+
+
+@pytest.mark.parametrize("name", ["", *[n for n, _ in COMMANDS]])
+def test_help_at_80_columns_cuts_nothing_and_types_nothing(name):
+    """A type column (`<list[str]>`) or a `--x/--no-x` pair narrows the help column until an
+    example such as `speculative.num_speculative_tokens=2` is cut with an ellipsis."""
+    res = runner.invoke(app, [name, "--help"] if name else ["--help"],
+                        env={"COLUMNS": "80", "TERM": "dumb"})
+    assert res.exit_code == 0, res.output
+    assert "…" not in res.output and "<bool>" not in res.output

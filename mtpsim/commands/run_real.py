@@ -138,7 +138,9 @@ def run_real(
     require_engine(engine, server)
     overrides = list(set_ or [])
     if policy:
-        overrides.append("policies=" + json.dumps(policy))
+        from mtpsim.policies import policy_flag
+
+        overrides.append("policies=" + json.dumps(policy_flag(policy)))
     if seed is not None:
         overrides.append(f"seed={seed}")
     suffix = "-server" if server else "-smoke" if smoke else ""

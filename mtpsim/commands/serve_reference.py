@@ -34,8 +34,8 @@ def serve_reference(
     model_name: Annotated[str, typer.Option(
         help="Model id the API reports and accepts, e.g. --model-name ref.")] = "mtpsim-reference",
     exit_with_parent: Annotated[bool, typer.Option(
-        help="Stop when the launching process is gone, so a killed runner leaves no server "
-        "behind (mtpsim run-real passes it).")] = False,
+        "--exit-with-parent", help="Stop when the launching process is gone, so a killed runner "
+        "leaves no server behind (mtpsim run-real passes it).")] = False,
     quiet: Annotated[bool, typer.Option(
         "--quiet", help="No start-up line and no access log (one line per request, with its "
         "tokens and draft acceptance); errors still print.")] = False,

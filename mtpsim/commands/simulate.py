@@ -124,6 +124,7 @@ def simulate(
     """
     from mtpsim.errors import UserError
     from mtpsim.fileio import output_dir, output_file
+    from mtpsim.policies import policy_flag
     from mtpsim.report import measured_table, phase_table, pr_table, prefill_table, summary_lines
     from mtpsim.report.fit import print_table
     from mtpsim.report.titles import setup_title
@@ -142,7 +143,7 @@ def simulate(
 
         if trace or plot is not None or expected:
             raise UserError(None, "--uncertainty", "expected without --trace, --plot and --expected")
-        overrides = list(set_ or []) + (["policies=" + json.dumps(policy)] if policy else []) + (
+        overrides = list(set_ or []) + (["policies=" + json.dumps(policy_flag(policy))] if policy else []) + (
             [f"seed={seed}"] if seed is not None else [])
         simulate_uncertainty(str(experiment), overrides, uncertainty, jobs, as_json, out, metrics)
         return
@@ -169,7 +170,7 @@ def simulate(
 
     overrides = list(set_ or [])
     if policy:
-        overrides.append("policies=" + json.dumps(policy))
+        overrides.append("policies=" + json.dumps(policy_flag(policy)))
     if seed is not None:
         overrides.append(f"seed={seed}")
     if expected:
