@@ -5,6 +5,7 @@ interval spans 0."""
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
@@ -144,6 +145,7 @@ def test_cannot_tell_says_why_and_prints_the_command_that_decides(monkeypatch, t
     assert js["cannot_tell"]["params"][0] == "critical_entries"
 
 
+@pytest.mark.slow
 def test_the_shipped_example_recommends_with_numbers_and_says_what_would_decide():
     """experiments/advise-deepseek-v3.2-b200.toml with its default 12 draws (4 are too few: with the
     preset's wider penalty priors they once called share robust): k=2 fresh, numbers given;

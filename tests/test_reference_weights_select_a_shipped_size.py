@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from _reference_models import tiny_model
 from test_run_real_reference_writes_results_and_traces import _setup
@@ -19,6 +20,7 @@ def test_names_resolve_to_the_shipped_files_and_paths_pass_through(tmp_path):
     assert "base" in weights.available()  # the shipped default is always present
 
 
+@pytest.mark.slow
 def test_a_present_size_is_served_and_a_missing_one_is_a_one_line_error(tmp_path, monkeypatch):
     small = tmp_path / "reference-small.safetensors"
     weights.save(tiny_model(vocab=256).float(), small, torch.float16, {"note": "random init"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 from _reference_models import tiny_model
 from typer.testing import CliRunner
@@ -46,6 +47,7 @@ def _setup(tmp_path: Path) -> Path:
     return spec
 
 
+@pytest.mark.slow
 def test_results_traces_and_rerun_skip(tmp_path):
     spec, out = _setup(tmp_path), tmp_path / "out"
     r = CliRunner().invoke(app, ["run-real", str(spec), "--out", str(out)])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
 from test_run_real_reference_writes_results_and_traces import _setup
 from typer.testing import CliRunner
 
@@ -27,6 +28,7 @@ def _spec(tmp_path, n: int = 6):
     return spec
 
 
+@pytest.mark.slow
 def test_rounds_are_written_probed_and_pooled(tmp_path):
     spec, out = _spec(tmp_path), tmp_path / "out"
     r = CliRunner().invoke(app, ["run-real", str(spec), "--out", str(out), "--rounds", "3"])
@@ -51,6 +53,7 @@ def test_rounds_are_written_probed_and_pooled(tmp_path):
     assert rows["output_throughput"]["rounds"] == 3 and rows["output_throughput"]["ci"] is not None
 
 
+@pytest.mark.slow
 def test_an_interrupted_rounds_run_resumes_the_rounds_it_lacks(tmp_path, monkeypatch):
     from mtpsim.engine.runner import run_policy
     from mtpsim.real.reference import InProcessReference

@@ -62,6 +62,7 @@ def test_bad_metrics_choice_is_one_line_exit_2(args, flag):
     assert len(r.stderr.strip().splitlines()) == 1 and flag in r.stderr
 
 
+@pytest.mark.slow
 def test_metrics_all_tables_the_p99_rows_and_json_has_them():
     cmd = [sys.executable, "-m", "mtpsim", "simulate", EXP, "--uncertainty", "2", "-j", "1",
            *[a for s in SMALL for a in ("--set", s)]]
