@@ -102,7 +102,8 @@ def _advise_with(monkeypatch, tmp_path, share_gain, *extra):
     p.write_text(KNOWN)
     known = _known_advice(p, share_gain)
     monkeypatch.setattr(adv_mod, "advise", lambda dep, jobs=1, progress=None: known)
-    res = CliRunner().invoke(app, ["advise", str(p), "-j", "1", *extra], env={"COLUMNS": "100"})
+    res = CliRunner().invoke(app, ["advise", str(p), "-j", "1", "--point-dir", str(tmp_path / "pts"),
+                                   *extra], env={"COLUMNS": "100"})
     assert res.exit_code == 0, res.output
     return res.stdout
 
@@ -129,15 +130,16 @@ def test_cannot_tell_says_why_and_prints_the_command_that_decides(monkeypatch, t
     assert "Why: acceptance trace parameters (critical_entries" in flat
     assert "outside the PR's measured setup" in flat
     cmd = next(ln for ln in out.splitlines() if ln.startswith("  mtpsim run-real "))
-    assert "--set speculative.num_speculative_tokens=2 " in cmd and "--engine vllm --trace" in cmd
-    assert "--set workload.max_concurrency=2 " in cmd
-    # the command parses: every --set is a field the spec knows
+    # a short command: the cell's settings live in the point file it runs
+    point = tmp_path / "pts" / "dep-k2-ctx1024.toml"
+    assert cmd.startswith(f"  mtpsim run-real {point} --engine vllm --trace")
+    assert "--set" not in cmd and len(cmd.split(" && ")[0]) < 200
+    assert f"the cell's settings are in {point}" in flat
     from mtpsim.spec.experiment import load_experiment
 
-    sets = cmd.split(" && ")[0].split("--set ")[1:]
-    exp = load_experiment(Path(__file__).resolve().parents[1] / "experiments" / "pr47352.toml",
-                          [s.split(" --")[0].strip() for s in sets])
-    assert exp.k == 2 and exp.workload.max_concurrency == 2
+    exp = load_experiment(point)  # the point file loads as the cell's experiment
+    assert exp.k == 2 and exp.workload.max_concurrency == 2 and exp.workload.input_len == 1024
+    assert exp.calibration.measured == {}  # the PR's rows are of another setup
     png = tmp_path / "plot" / "advise-gain.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     js = json.loads(_advise_with(monkeypatch, tmp_path, lambda u: 8 * (u - 0.45), "--json"))
@@ -146,12 +148,13 @@ def test_cannot_tell_says_why_and_prints_the_command_that_decides(monkeypatch, t
 
 
 @pytest.mark.slow
-def test_the_shipped_example_recommends_with_numbers_and_says_what_would_decide():
+def test_the_shipped_example_recommends_with_numbers_and_says_what_would_decide(tmp_path):
     """experiments/advise-deepseek-v3.2-b200.toml with its default 12 draws (4 are too few: with the
     preset's wider penalty priors they once called share robust): k=2 fresh, numbers given;
     sharing at k=2 cannot be told apart and the command that decides it."""
     example = Path(__file__).resolve().parents[1] / "experiments" / "advise-deepseek-v3.2-b200.toml"
-    res = CliRunner().invoke(app, ["advise", str(example), "--json", "-j", "1"])
+    res = CliRunner().invoke(app, ["advise", str(example), "--json", "-j", "1", "--point-dir",
+                                   str(tmp_path)])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["best_fresh_k"] == 2 and out["recommendation"]["k"] == 2
@@ -159,6 +162,27 @@ def test_the_shipped_example_recommends_with_numbers_and_says_what_would_decide(
     assert "output tok/s, median TPOT" in rec
     doubt = out["cannot_tell"]
     assert doubt is not None and doubt["gain_pct"]["lo"] < 0 < doubt["gain_pct"]["hi"]
-    assert doubt["command"].startswith("mtpsim run-real experiments/pr47352.toml --set "
-                                       "speculative.num_speculative_tokens=2 ")
+    assert doubt["command"].startswith(f"mtpsim run-real {doubt['point']} --engine vllm")
+    assert Path(doubt["point"]).parent == tmp_path and "k2-ctx" in doubt["point"]
     assert any(v.startswith("cannot tell: k=2, share") and "Why: " in v for v in out["verdict"])
+
+
+def test_the_k_sentence_names_the_next_best_k_the_table_ranks_second(tmp_path):
+    """"cannot tell it from the next best, k=N": N is the fresh k with the second-highest median
+    throughput, the order of the table's tok/s column, and every number printed is explained."""
+    import re
+
+    example = Path(__file__).resolve().parents[1] / "experiments" / "advise-deepseek-v3.2-b200.toml"
+    res = CliRunner().invoke(app, ["advise", str(example), "--json", "-j", "1", "--draws", "6",
+                                   "--point-dir", str(tmp_path)])
+    out = json.loads(res.stdout)
+    fresh = {r["k"]: r["output_throughput"]["median"] for r in out["rows"]
+             if r["policy"] == "fresh" and r["k"] > 0}
+    best = out["best_fresh_k"]
+    assert best == max(fresh, key=fresh.get)
+    second = max((k for k in fresh if k != best), key=fresh.get)
+    sentence = next(v for v in out["verdict"] if v.startswith("k: fresh k="))
+    assert re.search(rf"the next best, k={second} at ", sentence), sentence
+    legend = next(v for v in out["verdict"] if v.startswith("how to read:"))
+    for term in ("interval", "median", "gain", "P(gain>0)", "P(>+R)", "octaves"):
+        assert term in legend

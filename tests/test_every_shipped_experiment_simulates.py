@@ -24,9 +24,10 @@ def test_there_are_experiments_to_check():
 
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(EXPERIMENTS)) for p in FILES])
-def test_the_shipped_file_runs(path):
+def test_the_shipped_file_runs(path, tmp_path):
     if "deployment" in tomllib.loads(path.read_text()):
-        r = CliRunner().invoke(app, ["advise", str(path), "--draws", "2", "-j", "1", "--json"])
+        r = CliRunner().invoke(app, ["advise", str(path), "--draws", "2", "-j", "1", "--json",
+                                     "--point-dir", str(tmp_path)])
         assert r.exit_code == 0, r.output
         assert json.loads(r.stdout)["rows"]
         return

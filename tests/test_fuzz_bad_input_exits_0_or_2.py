@@ -355,14 +355,15 @@ HOSTILE_COUNTS = st.integers(-(2**70), 1) | st.integers(4097, 2**70) | st.sample
 
 
 @pytest.mark.timeout(600)
-def test_fuzzed_counts_in_flags(report):
+def test_fuzzed_counts_in_flags(work, report):
     """Draw and replicate counts and seeds: outside their meaning one line, inside it a run."""
 
     def check(data):
         n = data.draw(HOSTILE_COUNTS)
         args = data.draw(st.sampled_from([
             ["simulate", PR, "--set", "workload.num_prompts=4", "--json", "--uncertainty", str(n)],
-            ["advise", ADVISE, "-j", "1", "--json", "--draws", str(n)],
+            ["advise", ADVISE, "-j", "1", "--json", "--point-dir", str(work / "pts"), "--draws",
+             str(n)],
             ["compare", SIM, "--json", "--seed", str(n)],
             ["compare", SIM, "--json", "--num-boot", str(max(n, 100) if n < 4097 else n)],
         ]))

@@ -26,6 +26,10 @@ def advise(
     draws: Annotated[int | None, typer.Option(
         help="Parameter draws (default: the file's [advise] draws, else 12), e.g. --draws 32.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    point_dir: Annotated[Path, typer.Option(
+        help="Where a 'cannot tell' verdict writes the experiment file of the measurement that "
+        "would decide it (the printed command runs it), e.g. --point-dir runs/advise.")]
+    = Path("runs/advise"),
     plot: Annotated[Path | None, typer.Option(
         help="Write DIR/advise-gain.png: share vs fresh throughput gain against context, "
         "median and interval band per k. E.g. --plot runs/advise.")] = None,
@@ -73,7 +77,12 @@ def advise(
     rows = adv.rows(prob)
     k, p, iv, robust = adv.recommendation(prob)
     doubt = _doubt(adv, prob)
-    verdict = _verdict(adv, prob, doubt) + [_mc_line(adv, rows)]
+    if doubt is not None:
+        from mtpsim.uncertainty import sensitivity as sens
+
+        doubt["point"] = str(write_point(dep, doubt, point_dir))
+        doubt["command"] = sens.command_for(doubt.pop("group"), doubt["point"], False)
+    verdict = _verdict(adv, prob, doubt) + [_mc_line(adv, rows)] + _legend(adv, prob)
     if as_json:
         typer.echo(dumps({
             "deployment": str(deployment), "draws": dep.draws, "wall_s": adv.wall_s,
@@ -177,7 +186,7 @@ def _doubt(adv, prob) -> dict | None:
             "over_fresh_k": best, "measurement": group, "params": params[:3],
             "variance_share": share, "ranked_by": ("rank correlation" if all(
                 r.share == 0 for r in rows) else "variance share"), "extrapolated": far, "context": ctx,
-            "command": sens.command_for(group, _cell_command(adv.dep, k, ctx), False)}
+            "point_sets": _cell_sets(adv.dep, k, ctx), "group": group}
 
 
 def _verdict(adv, prob, doubt: dict | None) -> list[str]:
@@ -190,8 +199,11 @@ def _verdict(adv, prob, doubt: dict | None) -> list[str]:
     out = []
     others = [(kk, interval(adv.gain(kk, "fresh"), None, prob, delta=True)) for kk in adv.ks()
               if kk != best]
-    if others:
-        kk, g = max(others, key=lambda o: o[1].median)
+    if others:  # ranked by median throughput, as best_fresh and the table's tok/s column
+        import numpy as np
+
+        kk, g = max(others, key=lambda o: float(np.median(adv.mix(o[0], "fresh",
+                                                                  "output_throughput"))))
         sure = "robustly ahead of" if g.hi < 0 else "but cannot tell it from"
         out.append(f"k: fresh k={best} has the best median throughput, {sure} the next best, "
                    f"k={kk} at {_iv(g)} (P(k={kk} better) = {g.p_pos:.2f})")
@@ -230,6 +242,9 @@ def _verdict(adv, prob, doubt: dict | None) -> list[str]:
                    f"the recommendation. Why: {why}. The measurement that would decide it (k={k} "
                    f"at context {doubt['context']:,}, where the answer is widest):")
         out.append(COMMAND + doubt["command"].removeprefix("mtpsim "))
+        out.append(f"(the cell's settings are in {doubt['point']}: the PR's experiment with "
+                   f"k={k}, context {doubt['context']:,} and the deployment's GPU, TP, "
+                   "quantization and concurrency)")
     worse = [(kk, pp, g) for (kk, pp), g in gains.items() if g.hi < 0]
     if worse:
         out.append(f"robustly worse than fresh k={best}: " + "; ".join(
@@ -245,6 +260,21 @@ def _verdict(adv, prob, doubt: dict | None) -> list[str]:
     return out
 
 
+def _legend(adv, prob: float) -> list[str]:
+    """What each number printed above means."""
+    from mtpsim.uncertainty.summary import region
+
+    pct = round(100 * prob)
+    return [f"how to read: the figures in brackets are the {pct} % interval over the "
+            f"{adv.dep.draws} parameter draws, the figure before them their median; gain = % "
+            "output throughput over the best fresh k (gain vs no MTP: over plain decoding, k=0); "
+            "P(gain>0) = share of draws where it is positive; P(>+R) = share of draws where share "
+            "beats fresh by more than the region of practical equivalence R = "
+            f"{region('output_throughput'):g} %; an EXTRAPOLATED note's (n) is how far a cell "
+            "lies outside the PR's measured setup, in octaves (doublings or halvings) of k, "
+            "context, top-k and batch, plus half-units of temperature"]
+
+
 def _level(adv, k: int, policy: str, prob: float) -> str:
     from mtpsim.uncertainty.summary import interval
 
@@ -254,15 +284,41 @@ def _level(adv, k: int, policy: str, prob: float) -> str:
             f"{tpot.median:.2f} [{tpot.lo:.2f}, {tpot.hi:.2f}] ms")
 
 
-def _cell_command(dep, k: int, ctx: int) -> str:
-    """The PR's experiment set to one cell of the deployment (for the measurement command)."""
-    import shlex
+def write_point(dep, doubt: dict, folder: Path) -> Path:
+    """The deployment cell the measurement is for, as an experiment file (the PR's experiment
+    with the cell's settings; its measured rows, of another setup, left out), so the printed
+    command is short and the settings are in one place a user can read and edit."""
+    from mtpsim.fileio import atomic_write_text, output_dir
+    from mtpsim.spec import load_experiment
+    from mtpsim.spec.write import experiment_toml
 
+    exp = load_experiment(str(PR_EXPERIMENT), doubt["point_sets"])
+    d = {k: v for k, v in exp.to_dict().items() if k not in ("source", "overrides")}
+    d["description"] = (f"advise point: k={doubt['k']}, context {doubt['context']:,}, "
+                        f"{dep.model} {dep.quantization} on {dep.tp} x {dep.gpu}")
+    cal = d.get("calibration", {})
+    for key in ("measured", "measured_source", "fit_metrics", "fit_policy", "fit"):
+        cal.pop(key, None)
+    output_dir(folder, "advise point file")
+    path = folder / f"{Path(dep.source).stem}-k{doubt['k']}-ctx{doubt['context']}.toml"
+    atomic_write_text(path, experiment_toml(d, f"mtpsim advise {dep.source}: the cell whose "
+                                            f"measurement would decide k={doubt['k']}, "
+                                            f"{doubt['policy']}\n(experiments/pr47352.toml with "
+                                            + ", ".join(doubt["point_sets"]) + ")"))
+    return path
+
+
+PR_EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "pr47352.toml"
+
+
+def _cell_sets(dep, k: int, ctx: int) -> list[str]:
+    """The PR's experiment's overrides for one cell of the deployment."""
     conc = max(dep.concurrency)
-    sets = [f"speculative.num_speculative_tokens={k}", f"workload.input_len={ctx}",
+    return [f"speculative.num_speculative_tokens={k}", f"workload.input_len={ctx}",
             f"workload.max_input_len={ctx}", f"workload.output_len={dep.output_len}",
             f"workload.max_concurrency={conc}", f"workload.num_prompts={max(8, 2 * conc)}",
             f"workload.temperature={dep.temperature:g}", f"engine.tp={dep.tp}",
-            f"engine.max_num_seqs={dep.max_num_seqs}", f"model.quantization={dep.quantization}",
-            f"hardware.preset={dep.gpu}", f"model.preset={dep.model}"]
-    return "experiments/pr47352.toml " + " ".join(f"--set {shlex.quote(s)}" for s in sets)
+            f"engine.max_num_seqs={dep.max_num_seqs}", f'model.quantization="{dep.quantization}"',
+            f'hardware.preset="{dep.gpu}"', f'model.preset="{dep.model}"']
+
+
