@@ -115,3 +115,20 @@ def finite_json(x: Any) -> Any:
     if type(x).__module__ == "numpy" and hasattr(x, "item"):  # numpy scalars and arrays
         return finite_json(x.item() if getattr(x, "ndim", 0) == 0 else x.tolist())
     return x
+
+
+def portable(path: str | Path | None) -> str | None:
+    """A path as a file that may be shipped records it: relative to the checkout when it lies in
+    this mtpsim checkout (shipped weights, experiments), else to the working folder when under
+    it, else as given; never the absolute path of the machine that wrote it where avoidable."""
+    if path is None:
+        return None
+    p = Path(path)
+    if not p.is_absolute():
+        return str(path)
+    for root in (Path(__file__).resolve().parents[1], Path.cwd()):
+        try:
+            return str(p.resolve().relative_to(root.resolve()))
+        except ValueError:
+            continue
+    return str(path)

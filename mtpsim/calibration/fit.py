@@ -42,6 +42,7 @@ from mtpsim.calibration.schema import (
     OverlapFit,
     PhaseFit,
 )
+from mtpsim.fileio import portable
 from mtpsim.models.acceptance import keep_factor
 from mtpsim.models.cost import KEY_FEATURES, StepShape, cost_features
 from mtpsim.models.overlap import agreement_curve, fitted_agreement, overlap_from_agreement
@@ -578,12 +579,13 @@ def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = ()) -> Calibrat
     batch = [st.num_reqs for tr in traces for st in tr.steps if st.num_reqs]
     srcs = []
     for i, tr in enumerate(traces):
-        srcs.append({"path": str(sources[i]) if i < len(sources) else f"<trace {i}>",
+        srcs.append({"path": portable(sources[i]) if i < len(sources) else f"<trace {i}>",
                      "policy": tr.policy, "engine": tr.engine, "k": tr.num_speculative_tokens,
                      "index_topk": tr.index_topk, "steps": len(tr.steps),
                      "requests": len({r.id for st in tr.steps for r in st.requests}),
                      "device": tr.meta.get("device"), "threads": tr.meta.get("threads"),
-                     "weights": tr.meta.get("weights"), "experiment": tr.meta.get("experiment")})
+                     "weights": portable(tr.meta.get("weights")),
+                     "experiment": portable(tr.meta.get("experiment"))})
     overlap = fit_overlap(traces)
     return Calibration(
         engine=",".join(sorted(engines)), sources=srcs, acceptance=fit_acceptance(traces, overlap),

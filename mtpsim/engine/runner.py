@@ -27,6 +27,7 @@ from mtpsim.engine.corpus import joined
 from mtpsim.engine.engine import EngineConfig, SpecDecodeEngine
 from mtpsim.engine.model import PhaseTimer
 from mtpsim.errors import SpecError
+from mtpsim.fileio import portable
 from mtpsim.metrics import RequestRecord
 from mtpsim.result import PHASES, Result
 from mtpsim.sim.entities import draw_lengths
@@ -180,7 +181,7 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
     tr = engine.trace
     from mtpsim.uncertainty.domain import machine_info, setup_axes
 
-    tr.meta.update({"experiment": exp.source, "seed": exp.seed, "weights": str(path),
+    tr.meta.update({"experiment": portable(exp.source), "seed": exp.seed, "weights": portable(path),
                     "context_range": list(setup_axes(exp)["context"]),
                     "clock": exp.reference.clock, "temperature": exp.workload.temperature,
                     "machine": machine_info(str(device), torch.get_num_threads())})
@@ -191,12 +192,12 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
     calls = [sum(s.mtp_indexer_calls[i] for s in tr.steps) for i in range(exp.k)]
     result = Result.from_requests(
         mode="reference", policy=policy, requests=records, duration_s=duration,
-        counters=engine.stats, seed=exp.seed, experiment=exp.source, spec=exp.to_dict(),
+        counters=engine.stats, seed=exp.seed, experiment=portable(exp.source), spec=exp.to_dict(),
         phases={p: totals[p] / steps for p in PHASES},
         extra={"engine": "reference", "device": str(device), "threads": torch.get_num_threads(),
                "clock": exp.reference.clock,
                "output_tokens_sha256": hashlib.sha256(json.dumps(tokens).encode()).hexdigest(),
-               "weights": str(path), "index_topk": topk, "max_num_seqs": conc,
+               "weights": portable(path), "index_topk": topk, "max_num_seqs": conc,
                "num_steps": len(tr.steps), "phases_total_s": totals,
                "shadow_s": mtp.shadow_s, "mtp_indexer_calls_per_step": calls,
                "mean_overlap_per_step": tr.mean_overlap(),
