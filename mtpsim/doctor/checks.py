@@ -87,7 +87,7 @@ def torch(c: Context) -> Check:
 
 def gpus(c: Context) -> Check:
     found = c.probe.gpus()
-    need = c.exp.engine.tp if (c.exp is not None and c.vllm) else 1
+    need = c.exp.engine.tp if (c.exp is not None and c.caps.gpus) else 1
     if not c.cuda_wanted:
         return Check("gpus", SKIP, f"{len(found)} GPU(s); the reference engine runs on the CPU")
     if len(found) < need:
