@@ -35,4 +35,6 @@ def test_summary_names_throughput_change_and_time_saved_per_step():
     (line,) = summary_lines({"fresh": res("fresh", 1000.0, 2.83, [0.9], 1e-4),
                              "share": res("share", 1006.6, 2.82, [0.9], 0.0)})
     assert "output throughput +0.66 % (acceptance length -0.0100)" in line
-    assert "saves 100.0 µs per engine step on the same batch (0.20 % of a 50.00 ms step)" in line
+    assert "saves 100.0 µs per engine step on the same batch (0.20 % of a 50.00 ms step;" in line
+    # and says why it is not the phase table's Δ (the runs' own, different batches)
+    assert "priced under fresh too" in line and "phase table's Δ" in line

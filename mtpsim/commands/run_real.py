@@ -219,7 +219,10 @@ def run_real(
                       f"MTP indexer calls per draft step {x.get('mtp_indexer_calls_per_step')}, "
                       f"top-k overlap at steps 1.. [{ov}], indexer share of draft steps >= 1: "
                       f"{'-' if share is None else f'{100 * share:.1f}%'}", highlight=False)
-    console.print(f"{len(results)} policies in {wall:.1f} s wall; results and traces in {out}/",
+    ran = [p for p in results if p not in kept]
+    resumed = f" ({len(results) - len(ran)} kept from an earlier run)" if len(ran) < len(results) else ""
+    console.print(f"{len(ran)} polic{'y' if len(ran) == 1 else 'ies'} ran in {wall:.1f} s wall"
+                  f"{resumed}; results and traces in {out}/",
                   highlight=False)
     if len(plan) > 1:
         console.print(f"{len(plan)} interleaved rounds (policy order reversed every other round; "
