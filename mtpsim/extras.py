@@ -10,7 +10,7 @@ from mtpsim.errors import UserError
 # extra -> (modules it provides, how to install it). pyproject.toml's optional-dependencies.
 EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "reference": (("torch", "safetensors"), "pip install -e '.[reference]'"),
-    "serve": (("fastapi", "uvicorn", "aiohttp"), "pip install -e '.[serve]'"),
+    "serve": (("fastapi", "uvicorn", "aiohttp", "prometheus_client"), "pip install -e '.[serve]'"),
     "plots": (("matplotlib",), "pip install -e '.[plots]'"),
     "ray": (("ray",), "pip install -e '.[ray]'"),
     # vLLM brings its own CUDA torch and needs a GPU node: its install route is a page, not a line.

@@ -38,3 +38,12 @@ def test_rendered_counters_read_back_and_deltas_follow_vllm():
     d = parse_spec_decode(page).delta(before)
     assert d == SpecDecodeCounters(15, 45, 24, [10, 8, 6])
     assert d.to_bench_keys()["spec_decode_acceptance_length"] == 1 + 24 / 15
+
+
+def test_label_values_with_quotes_and_braces_round_trip():
+    """prometheus_client writes and reads the exposition: a model name holding `"`, `}` or a
+    newline (a regular expression over the lines cut it at the brace) keeps every counter."""
+    c = SpecDecodeCounters(7, 21, 12, [6, 4, 2])
+    for model in ('a"b', "x}y{z", "line\nbreak", "back\\slash"):
+        page = render_spec_decode(c, {"engine": "0", "model_name": model})
+        assert parse_spec_decode(page) == c, page
