@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
 from mtpsim import __version__
 from mtpsim.clihelp import TeachingCommand
+from mtpsim.console import StdConsole
 from mtpsim.errors import UserError, one_line
 
 try:  # typer >= 0.2x vendors its own copy of click
@@ -27,7 +27,7 @@ try:  # typer >= 0.2x vendors its own copy of click
 except ImportError:  # pragma: no cover - older typer on the real click
     from click import exceptions as click_errors
 
-err_console = Console(stderr=True)
+err_console = StdConsole(stderr=True)
 
 
 def print_error(text: str) -> None:

@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
+from mtpsim.console import StdConsole
 from mtpsim.fileio import dumps
 
-console = Console()
-err_console = Console(stderr=True)
+console = StdConsole()
+err_console = StdConsole(stderr=True)
 
 
 def advise(
@@ -65,7 +65,7 @@ def advise(
     if not as_json and err_console.is_terminal:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        with Progress(TextColumn("advise"), BarColumn(), MofNCompleteColumn(), console=err_console,
+        with Progress(TextColumn("advise"), BarColumn(), MofNCompleteColumn(), console=err_console.current(),
                       transient=True) as bar:
             task = bar.add_task("cells", total=None)
             adv = run_advise(dep, jobs, progress=lambda d, t: bar.update(task, completed=d, total=t))

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from mtpsim.console import StdConsole
 from mtpsim.errors import SpecError, UserError
 from mtpsim.fileio import atomic_write_text, dumps
 
-console = Console()
-err_console = Console(stderr=True)
+console = StdConsole()
+err_console = StdConsole(stderr=True)
 
 
 def write_factors(path: Path, factors: dict[str, float]) -> None:

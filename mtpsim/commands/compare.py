@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from mtpsim.console import StdConsole
 from mtpsim.errors import UserError
 from mtpsim.fileio import dumps
 from mtpsim.numbers import signed
@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
     from mtpsim.compare import ABReport, ABRow
     from mtpsim.result import Result
 
-console = Console()
+console = StdConsole()
 
 
 def _load_inputs(inputs: list[str]) -> list[Result]:

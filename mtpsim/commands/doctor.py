@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from mtpsim.console import StdConsole
 from mtpsim.errors import UserError
 from mtpsim.fileio import dumps
 
-console = Console()
+console = StdConsole()
 STYLE = {"OK": "green", "WARN": "yellow", "FAIL": "bold red", "SKIP": "dim"}
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
+from mtpsim.console import StdConsole
 from mtpsim.errors import UserError
 from mtpsim.fileio import output_dir
 from mtpsim.real.backend import ENGINES
@@ -19,8 +19,8 @@ if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
     from mtpsim.result import Result
     from mtpsim.spec import Experiment
 
-console = Console()
-err_console = Console(stderr=True)
+console = StdConsole()
+err_console = StdConsole(stderr=True)
 
 DEFAULT_ENGINE = "reference"  # --engine's default (mtpsim.real.ENGINES lists them all)
 
@@ -178,7 +178,7 @@ def run_real(
     t0 = time.perf_counter()
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=err_console, transient=True) as bar:
+                      TimeElapsedColumn(), console=err_console.current(), transient=True) as bar:
 
             def start(name: str, label: str, total: int) -> Callable[[int, int], None]:
                 task = bar.add_task(f"{engine}: {label}", total=total)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
+from mtpsim.console import StdConsole
 from mtpsim.fileio import dumps
 
 if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
@@ -17,8 +17,8 @@ if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
     from mtpsim.result import Result
     from mtpsim.spec import Experiment
 
-console = Console()
-err_console = Console(stderr=True)
+console = StdConsole()
+err_console = StdConsole(stderr=True)
 
 
 def run_policies(exp_path: str, overrides: list[str], show_progress: bool,
@@ -37,7 +37,7 @@ def run_policies(exp_path: str, overrides: list[str], show_progress: bool,
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  console=err_console, transient=True) as bar:
+                  console=err_console.current(), transient=True) as bar:
         for policy in exp.policies:
             task = bar.add_task(f"simulating {policy}", total=exp.workload.num_prompts)
             results[policy] = simulate(

@@ -15,14 +15,14 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
+from mtpsim.console import StdConsole
 from mtpsim.fileio import dumps
 from mtpsim.numbers import signed
 
-console = Console()
-err_console = Console(stderr=True)
+console = StdConsole()
+err_console = StdConsole(stderr=True)
 
 _COLUMNS = (("output_throughput", "out tok/s", "{:,.0f}"), ("median_tpot_ms", "TPOT ms", "{:.2f}"),
             ("median_ttft_ms", "TTFT ms", "{:,.0f}"), ("spec_decode_acceptance_length", "acc len", "{:.3f}"),
@@ -221,7 +221,7 @@ def _progress(as_json: bool) -> Any:
 
     return Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("{task.fields[state]}"), TimeElapsedColumn(),
-                    console=err_console, transient=True, disable=as_json)
+                    console=err_console.current(), transient=True, disable=as_json)
 
 
 def _interrupted(out: Path | None, kept: int, total: int, argv: list[str]) -> typer.Exit:

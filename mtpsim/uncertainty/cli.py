@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
+from mtpsim.console import StdConsole
 from mtpsim.fileio import dumps
 
-console = Console()
-err_console = Console(stderr=True)
+console = StdConsole()
+err_console = StdConsole(stderr=True)
 
 
 def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: int | None,
@@ -31,7 +31,7 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
     if show:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        with Progress(TextColumn("draws"), BarColumn(), MofNCompleteColumn(), console=err_console,
+        with Progress(TextColumn("draws"), BarColumn(), MofNCompleteColumn(), console=err_console.current(),
                       transient=True) as bar:
             task = bar.add_task("draws", total=n)
             run = propagate(experiment, overrides, n, jobs,

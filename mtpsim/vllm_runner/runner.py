@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from mtpsim.client.bench import BenchConfig, run_benchmark
 from mtpsim.client.workload import (
     BenchRequest,
@@ -23,6 +21,7 @@ from mtpsim.client.workload import (
     speed_bench_path,
     speed_bench_requests,
 )
+from mtpsim.console import StdConsole
 from mtpsim.errors import UserError
 from mtpsim.real.backend import BACKENDS, ServedBackend, backend
 from mtpsim.result import Result, load_result
@@ -33,7 +32,7 @@ from mtpsim.vllm_runner.process import ServerProcess, free_port
 
 Progress = Callable[[int, int], None]  # (finished requests, total)
 BENCH_CLIENTS = ("mtpsim", "vllm")
-err_console = Console(stderr=True)
+err_console = StdConsole(stderr=True)
 
 
 @dataclass(frozen=True, slots=True)

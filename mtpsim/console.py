@@ -1,0 +1,40 @@
+"""The commands' consoles, made for the stream and terminal width of the moment.
+
+A module-level `rich.console.Console()` reads COLUMNS once, when its module is imported, and
+keeps the sys.stdout of that moment's settings: a second command in the same process (the test
+suite's CliRunner, a notebook) would then print at the first command's width. `StdConsole`
+builds the Console afresh whenever the stream or COLUMNS changed and forwards everything to it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from rich.console import Console
+
+
+class StdConsole:
+    """Stands for `Console()` (or `Console(stderr=True)`) of the current stdout/stderr and width."""
+
+    def __init__(self, stderr: bool = False) -> None:
+        self._stderr = stderr
+        self._key: tuple[int, str | None] | None = None
+        self._console: Console | None = None
+
+    def current(self) -> Console:
+        stream = sys.stderr if self._stderr else sys.stdout
+        key = (id(stream), os.environ.get("COLUMNS"))
+        if self._console is None or key != self._key:
+            self._console, self._key = Console(stderr=self._stderr), key
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.current(), name)
+
+    def __enter__(self) -> Console:  # rich's Live uses `with console:`
+        return self.current().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.current().__exit__(*exc)
