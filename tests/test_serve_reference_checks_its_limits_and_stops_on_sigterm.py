@@ -69,6 +69,10 @@ def test_a_real_run_whose_arrivals_span_more_than_a_day_is_refused(tmp_path_fact
     r = CliRunner().invoke(app, ["run-real", str(ROOT / "experiments" / "reference-cpu.toml"),
                                  "--set", f"workload.request_rate={rate!r}", "--out", str(out)])
     assert r.exit_code == 2 and "workload.request_rate" in r.output, r.output
+    r = CliRunner().invoke(app, ["sweep", str(ROOT / "experiments" / "reference-cpu.toml"), "--engine",
+                                 "reference", "--set", f"workload.request_rate=1,{rate!r}", "--out",
+                                 str(out / "sweep")])
+    assert r.exit_code == 2 and "workload.request_rate" in r.output, r.output
 
 
 def _echo_app() -> FastAPI:
