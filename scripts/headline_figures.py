@@ -209,7 +209,8 @@ def regenerate_uncertainty(jobs: int = 1) -> None:
 
     run["spec_sha256"] = fingerprint(load_experiment(ROOT / "experiments" / "pr47352.toml"))
     UNCERTAINTY.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(UNCERTAINTY, json.dumps(finite_json(run), indent=1, default=float) + "\n")
+    text = json.dumps(finite_json(run), indent=1, default=float) + "\n"
+    atomic_write_text(UNCERTAINTY, text.replace(f"{ROOT}/", ""))  # checkout-relative paths
 
 
 def figures() -> list[tuple[str, list[Figure]]]:

@@ -2,8 +2,8 @@
 saved `--uncertainty` summary of this very spec, `uncertainty.summary`), the measured delta
 beside it, and the single seeded simulation labelled as what it is.
 
-The summary records a fingerprint of the spec it was made from; a spec changed since (another
-file, a --set) gets no quoted interval, only the command that makes one. numpy-free.
+The summary records a fingerprint of the experiment file it was made from; a file changed since,
+or a --set, gets no quoted interval, only the command that makes one. numpy-free.
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ DECISIVE = "output_throughput"
 
 
 def fingerprint(exp: Experiment) -> str:
-    """sha256 of the spec minus labels and the summary's own path (what makes the numbers)."""
-    spec = json.loads(json.dumps(exp.to_dict()))
-    for key in ("description", "source"):
-        spec.pop(key, None)
-    spec.get("uncertainty", {}).pop("summary", None)
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+    """sha256 of the experiment file's text: the saved summary is of this file as written (a new
+    spec default elsewhere does not invalidate it; a changed model does, through the test that
+    reruns the shipped summary)."""
+    try:
+        text = Path(exp.source).read_bytes()
+    except OSError:
+        text = json.dumps(exp.to_dict(), sort_keys=True).encode()
+    return hashlib.sha256(text).hexdigest()
 
 
 def summary_path(exp: Experiment) -> Path | None:
