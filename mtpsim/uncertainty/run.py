@@ -113,16 +113,16 @@ class UncertaintyRun:
         level = fit_policy if fit_policy in rows else next(iter(rows))
         z = [d.z["z_time"] for d in self.draws]
         policy, _ = self.decisive()
-        out = []
+        out, shown = [], ("output_throughput", "median_tpot_ms")
         for pct in pcts:
             noise = dataclasses.replace(self.noise, timing_sd=pct / 100)
             values = post.refit_level(self.values, z, level, rows[level], noise)
             w = post.normalized(post.loglik(values, rows, noise, level))
-            s = summarize(values, self.policies, w, self.prob, self.rope)["deltas"][policy]
+            s = summarize(values, self.policies, w, self.prob, self.rope, only=shown)["deltas"][policy]
             out.append({"timing_noise_pct": pct, "effective_draws": post.ess(w),
                         **{m: {**s[m].to_json(), "verdict": verdict(s[m], policy, self.policies[0], m,
                                                                      self.exp.k)}
-                           for m in ("output_throughput", "median_tpot_ms") if m in s}})
+                           for m in shown if m in s}})
         return out
 
     def recommendation(self) -> tuple[str, float, list[str], str]:

@@ -237,12 +237,16 @@ def verdict(iv: Interval, policy: str, base: str, metric: str = "output_throughp
 
 
 def summarize(values: list[dict[str, dict[str, float]]], policies: tuple[str, ...],
-              w: np.ndarray | None, prob: float, rope: Rope | None = None) -> dict[str, dict]:
-    """{"metrics": policy -> metric -> Interval, "deltas": policy -> metric -> Interval}."""
+              w: np.ndarray | None, prob: float, rope: Rope | None = None,
+              only: tuple[str, ...] | None = None) -> dict[str, dict]:
+    """{"metrics": policy -> metric -> Interval, "deltas": policy -> metric -> Interval};
+    `only`: just these metrics (a caller that reads two need not bootstrap forty)."""
     keys = tuple(m for m in BENCH_METRICS if values and all(m in v[p] for v in values
                                                               for p in policies))
     keys += ((EXPECTED_AL,) if values and all(
         EXPECTED_AL in v[p] for v in values for p in policies) else ())
+    if only is not None:
+        keys = tuple(m for m in keys if m in only)
     metrics = {p: {m: interval(np.array([v[p][m] for v in values]), w, prob) for m in keys}
                for p in policies}
     base = policies[0]
