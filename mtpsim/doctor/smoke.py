@@ -171,16 +171,7 @@ SMOKE_CHECKS: tuple[Callable[[Context], Check], ...] = (
 
 def run_smoke_checks(probe: SmokeProbe | None = None) -> list[Check]:
     """Every smoke line, in order; a check that raises is reported as its own FAIL."""
-    ctx = Context(probe or SmokeProbe(), "vllm", None)
-    out = []
-    for fn in SMOKE_CHECKS:
-        try:
-            out.append(fn(ctx))
-        except Exception as e:  # noqa: BLE001 - the doctor reports, it never crashes
-            out.append(Check(fn.__name__.replace("_", "-"), FAIL,
-                             f"the check itself failed: {type(e).__name__}: {e}",
-                             "report this with the line above"))
-    return out
+    return base.run_checks(Context(probe or SmokeProbe(), "vllm", None), SMOKE_CHECKS)
 
 
 __all__ = ["SMOKE_CHECKS", "run_smoke_checks"]

@@ -90,6 +90,20 @@ class ServedBackend(Backend, Protocol):
         and the trace (`traced`: in the server's trace mode)."""
 
 
+class ModelServer:
+    """Defaults of a served engine that loads a model by name (vLLM, SGLang): the workload's
+    prompts, the spec's client API and model name, and the model's own tokenizer."""
+
+    def requests(self, exp: Experiment) -> list[BenchRequest] | None:
+        return None
+
+    def client_api(self, exp: Experiment) -> tuple[str, str]:
+        return exp.workload.backend, exp.model.name
+
+    def bench_tokenizer(self, folder: Path) -> Path | None:
+        return None
+
+
 # (engine, behind a server) -> "module:class". The reference engine runs in-process or behind
 # `mtpsim serve-reference`; the others always serve.
 BACKENDS: dict[tuple[str, bool], str] = {

@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mtpsim.errors import UserError
-from mtpsim.real.backend import Capabilities, PolicyRunner
+from mtpsim.real.backend import Capabilities, ModelServer, PolicyRunner
 
 if TYPE_CHECKING:
-    from mtpsim.client.workload import BenchRequest
     from mtpsim.result import Result
     from mtpsim.spec import Experiment
     from mtpsim.trace import Trace
@@ -78,7 +77,7 @@ def read_gauges(text: str, names: tuple[str, ...] = GAUGES) -> dict[str, float]:
     return {k: sum(v) / len(v) for k, v in seen.items()}
 
 
-class Sglang:
+class Sglang(ModelServer):
     name, flag = "sglang", "--engine sglang"
     caps = Capabilities(mode="sglang", served=True, policies=tuple(SHARING),
                         parallelism=("engine.tp", "engine.pp"), gpus=True,
@@ -107,15 +106,6 @@ class Sglang:
               plugin_dir: Path) -> tuple[list[str], dict[str, str]]:
         self.refuse(exp, [policy])
         return sglang_serve_argv(exp, policy, port), dict(exp.vllm.env)
-
-    def requests(self, exp: Experiment) -> list[BenchRequest] | None:
-        return None
-
-    def client_api(self, exp: Experiment) -> tuple[str, str]:
-        return exp.workload.backend, exp.model.name
-
-    def bench_tokenizer(self, folder: Path) -> Path | None:
-        return None
 
     def scrape(self, exp: Experiment, policy: str, base_url: str, result: Result) -> None:
         """SGLang's acceptance gauges into `result.extra["engine_gauges"]`; no count verdict."""

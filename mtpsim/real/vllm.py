@@ -7,17 +7,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mtpsim.errors import UserError
-from mtpsim.real.backend import Capabilities, PolicyRunner
+from mtpsim.real.backend import Capabilities, ModelServer, PolicyRunner
 from mtpsim.vllm_plugin.settings import VLLM_POLICIES
 
 if TYPE_CHECKING:
-    from mtpsim.client.workload import BenchRequest
     from mtpsim.result import Result
     from mtpsim.spec import Experiment
     from mtpsim.trace import Trace
 
 
-class Vllm:
+class Vllm(ModelServer):
     name, flag = "vllm", "--engine vllm"
     caps = Capabilities(mode="vllm", served=True, policies=tuple(VLLM_POLICIES),
                         parallelism=("engine.tp", "engine.pp"), gpus=True,
@@ -50,15 +49,6 @@ class Vllm:
         except ValueError as e:
             raise UserError(exp.source, "model.name", str(e)) from None
         return argv, vllm_serve_env(exp, policy, plugin_dir, run.trace)
-
-    def requests(self, exp: Experiment) -> list[BenchRequest] | None:
-        return None
-
-    def client_api(self, exp: Experiment) -> tuple[str, str]:
-        return exp.workload.backend, exp.model.name
-
-    def bench_tokenizer(self, folder: Path) -> Path | None:
-        return None
 
     def scrape(self, exp: Experiment, policy: str, base_url: str, result: Result) -> None:
         """Nothing while it runs: the plugin writes its counts as vLLM's processes exit."""
