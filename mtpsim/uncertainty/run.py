@@ -42,6 +42,7 @@ class UncertaintyRun:
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     jobs: int = 1
+    _summaries: dict[tuple, dict[str, dict]] = field(default_factory=dict, repr=False)
 
     @property
     def policies(self) -> tuple[str, ...]:
@@ -52,10 +53,18 @@ class UncertaintyRun:
         return self.exp.uncertainty.interval
 
     def summary(self, which: str = PRIOR) -> dict[str, dict]:
-        if which == PRIOR:
-            return summarize(self.values, self.policies, None, self.prob, self.rope)
-        return summarize(self.conditioned[which], self.policies, self.weights[which], self.prob,
-                         self.rope)
+        """Intervals of every figure over the draws so far (`which`: the prior or a conditioned
+        set). Kept per draw count and refit: the tables, the JSON and the sensitivity rows ask
+        for the same summary a dozen times, and each costs a bootstrap of every interval."""
+        key = (which, len(self.values), id(self.conditioned.get(which)), id(self.weights.get(which)))
+        if key not in self._summaries:
+            if which == PRIOR:
+                self._summaries[key] = summarize(self.values, self.policies, None, self.prob,
+                                                 self.rope)
+            else:
+                self._summaries[key] = summarize(self.conditioned[which], self.policies,
+                                                 self.weights[which], self.prob, self.rope)
+        return self._summaries[key]
 
     @property
     def rope(self):
