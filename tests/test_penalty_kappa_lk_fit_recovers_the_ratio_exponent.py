@@ -9,7 +9,7 @@ from _synthetic_traces import K_DRAFT, LK_REF_TRUE, TOPK, make_trace, true_overl
 from mtpsim.calibration.fit import fit_traces
 from mtpsim.calibration.schema import CalibrationError, calibration_from_json
 from mtpsim.models.acceptance import FittedAcceptance
-from mtpsim.models.penalty import keep_factor, parametric_kappa
+from mtpsim.models.penalty import keep_factor, parametric
 
 KAPPAS = (2.0, 1.0)
 GAMMA = 1.0  # kappa doubles with L / K: the penalty fades at long context
@@ -60,6 +60,6 @@ def test_a_malformed_or_missing_fit_is_refused_by_name(cal):
 
 
 def test_parametric_kappa_lk_is_kappa_step_at_the_reference_ratio_or_exponent_zero():
-    assert parametric_kappa("kappa_lk", 2, 8.0, -1.0, 0.0, 64.0) == pytest.approx(4.0)
-    assert parametric_kappa("kappa_lk", 2, 8.0, -1.0, 1.0, 16.0) == pytest.approx(4.0)
-    assert parametric_kappa("kappa_lk", 1, 8.0, 0.0, 1.0, 32.0) == pytest.approx(16.0)
+    assert parametric("kappa_lk", 8.0, -1.0, 0.0).kappa(2, 64.0) == pytest.approx(4.0)
+    assert parametric("kappa_lk", 8.0, -1.0, 1.0).kappa(2, 16.0) == pytest.approx(4.0)
+    assert parametric("kappa_lk", 8.0, 0.0, 1.0).kappa(1, 32.0) == pytest.approx(16.0)

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from mtpsim.calibration.fit import fit_traces
 from mtpsim.calibration.schema import CalibrationError, calibration_from_json
 from mtpsim.models.acceptance import FittedAcceptance
-from mtpsim.models.penalty import keep_factor, parametric_kappa
+from mtpsim.models.penalty import keep_factor, parametric
 
 KAPPAS = (2.5, 0.7)  # a mild penalty at draft step 1 (~10 %), a strong one at step 2 (~50 %)
 
@@ -67,9 +67,9 @@ def test_a_file_without_kappa_steps_refuses_the_kappa_step_form_by_name(cal):
 
 
 def test_parametric_kappa_step_with_exponent_zero_is_the_kappa_form():
-    assert parametric_kappa("kappa_step", 2, 8.0, 0.0) == 8.0
-    assert parametric_kappa("kappa_step", 2, 8.0, -1.0) == 4.0
-    assert parametric_kappa("kappa", 2, 8.0, -1.0) == 8.0
+    assert parametric("kappa_step", 8.0, 0.0).kappa(2) == 8.0
+    assert parametric("kappa_step", 8.0, -1.0).kappa(2) == 4.0
+    assert parametric("kappa", 8.0, -1.0).kappa(2) == 8.0
 
 
 def test_spec_penalty_changes_the_parametric_share_rates_per_step():

@@ -29,10 +29,9 @@ import datetime as _dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
-from scipy.optimize import least_squares, minimize, minimize_scalar, nnls
+from scipy.optimize import least_squares, minimize, nnls
 
 from mtpsim.calibration.schema import (
     AcceptanceFit,
@@ -46,7 +45,7 @@ from mtpsim.fileio import portable
 from mtpsim.models.acceptance import keep_factor
 from mtpsim.models.cost import KEY_FEATURES, StepShape, cost_features
 from mtpsim.models.overlap import agreement_curve, fitted_agreement, overlap_from_agreement
-from mtpsim.models.penalty import fitted_kappa
+from mtpsim.models.penalty import HeldEvents, Kappa, KappaLk, KappaStep
 from mtpsim.policies import BASELINE, policies_where, traits
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace
@@ -187,91 +186,14 @@ def _held_curves(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float, ctx_r
     return k, x, nodes, weights, d, n_req, head
 
 
-def _fit_kappa(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float, ctx_ref: float) -> float:
-    """ML kappa of the overlap link for reuse-policy events, curves and spread held fixed."""
+def _held(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float, ctx_ref: float) -> HeldEvents:
+    """Events of reuse policies for a penalty form's fit, curves and spread held fixed."""
     k, x, nodes, weights, d, n_req, head = _held_curves(d, rows, sigma, ctx_ref)
 
-    def f(log_kappa: float) -> float:
-        return _neg_loglik(np.append(head, log_kappa), d, k, x, True, nodes, weights, n_req)
+    def nll(keep: np.ndarray) -> float:
+        return _neg_loglik(head, d, k, x, False, nodes, weights, n_req, keep=keep)
 
-    lo, hi = math.log(0.5), math.log(1e4)
-    grid = np.linspace(lo, hi, 25)  # (1 - o) ** kappa flattens for large kappa: bracket first
-    best = int(np.argmin([f(g) for g in grid]))
-    sol = minimize_scalar(f, bounds=(grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]),
-                          method="bounded")
-    return math.exp(float(sol.x))
-
-
-def _fit_kappa_steps(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float,
-                     ctx_ref: float) -> list[float]:
-    """ML kappa per draft step 1..k-1 (penalty `kappa_step`) for reuse-policy events whose
-    `ovl` is the curve's overlap, curves and spread held fixed. A step without events takes the
-    previous step's kappa."""
-    k, x, nodes, weights, d, n_req, head = _held_curves(d, rows, sigma, ctx_ref)
-    o = np.clip(d["ovl"], 0.0, 1.0)
-    steps = [s for s in range(1, k) if np.any((d["pos"] == s) & (o < 1.0))]
-    lo, hi = math.log(0.05), math.log(1e4)
-
-    def f(log_kappas: np.ndarray) -> float:
-        kap = np.ones(k)
-        kap[steps] = np.exp(log_kappas)
-        return _neg_loglik(head, d, k, x, False, nodes, weights, n_req,
-                           keep=keep_factor(o, kap[d["pos"]]))
-
-    if not steps:
-        return []
-    # (1 - o) ** kappa flattens for large kappa: a grid per step (the others at the grid's best
-    # common value) brackets each before the joint bounded fit
-    grid = np.linspace(lo, hi, 13)  # steps of ~0.9 in ln kappa: enough to bracket
-    common = grid[int(np.argmin([f(np.full(len(steps), g)) for g in grid]))]
-    start = np.full(len(steps), common)
-    for j in range(len(steps)):
-        trial = [f(np.concatenate([start[:j], [g], start[j + 1:]])) for g in grid]
-        start[j] = grid[int(np.argmin(trial))]
-    sol = minimize(f, start, method="L-BFGS-B", bounds=[(lo, hi)] * len(steps))
-    return _every_step(dict(zip(steps, np.exp(sol.x).tolist(), strict=True)), k,
-                       float(np.exp(common)))
-
-
-def _every_step(fitted: dict[int, float], k: int, first: float) -> list[float]:
-    """kappa for draft steps 1..k-1: a step without events takes the previous step's
-    (`first` before any)."""
-    out: list[float] = []
-    for s in range(1, k):
-        out.append(fitted.get(s, out[-1] if out else first))
-    return out
-
-
-def _fit_kappa_lk(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float, ctx_ref: float,
-                  start: list[float]) -> dict[str, Any] | None:
-    """ML kappa per draft step and one exponent gamma of L / K (penalty `kappa_lk`:
-    kappa_s * ((L / K) / r_ref) ** gamma, r_ref the events' geometric-mean L / K), against the
-    curve's overlap, curves and spread held fixed; started from the kappa_step fit `start`."""
-    k, x, nodes, weights, d, n_req, head = _held_curves(d, rows, sigma, ctx_ref)
-    o = np.clip(d["ovl"], 0.0, 1.0)
-    steps = [s for s in range(1, k) if np.any((d["pos"] == s) & (o < 1.0))]
-    if not steps or not start:
-        return None
-    ratio = d["ctx"] / d["topk"]
-    used = (d["pos"] >= 1) & (o < 1.0)
-    ratio_ref = float(np.exp(np.mean(np.log(ratio[used]))))
-    lr = np.log(ratio / ratio_ref)
-    lo, hi = math.log(0.05), math.log(1e4)
-
-    def f(theta: np.ndarray) -> float:
-        kap = np.ones(k)
-        kap[steps] = np.exp(theta[:-1])
-        kap_e = kap[d["pos"]] * np.exp(theta[-1] * lr)
-        return _neg_loglik(head, d, k, x, False, nodes, weights, n_req, keep=keep_factor(o, kap_e))
-
-    log_start = np.log(np.clip([start[s - 1] for s in steps], 0.06, 9e3))
-    # the likelihood need not be convex in gamma: a few starts
-    best = min((minimize(f, np.append(log_start, g0), method="L-BFGS-B",
-                         bounds=[(lo, hi)] * len(steps) + [(-5.0, 5.0)]) for g0 in (0.0, 1.0, -1.0)),
-               key=lambda sol: sol.fun)
-    kappas = _every_step(dict(zip(steps, np.exp(best.x[:-1]).tolist(), strict=True)), k,
-                         float(np.exp(best.x[0])))
-    return {"kappa_steps": kappas, "exponent": float(best.x[-1]), "ratio_ref": ratio_ref}
+    return HeldEvents(k, d["pos"], np.clip(d["ovl"], 0.0, 1.0), d["ctx"] / d["topk"], nll)
 
 
 def _acceptance_report(ev: Events, cal_predict, k: int) -> dict:
@@ -340,8 +262,8 @@ def fit_acceptance(traces: Sequence[Trace], overlap: OverlapFit | None = None) -
             # policies with those held fixed, so a misfit of the overlap link cannot bend the
             # fresh curves (pooled, it did: fresh position 1 fitted 3 points above its rate)
             base_rows, sigma, _ = _fit_logistic(_base_events(ev, pooled), k, ctx_ref, False)
-            kappa = _fit_kappa(ev.arrays([p for p in pooled if p != BASELINE]), base_rows, sigma,
-                               ctx_ref)
+            kappa = Kappa.fit(_held(ev.arrays([p for p in pooled if p != BASELINE]), base_rows,
+                                    sigma, ctx_ref)).value
         else:
             base_rows, sigma, kappa = _fit_logistic(d, k, ctx_ref, with_kappa)
     own: dict[str, list[list[float]]] = {}
@@ -353,14 +275,18 @@ def fit_acceptance(traces: Sequence[Trace], overlap: OverlapFit | None = None) -
     if base_rows is None:  # no fresh-like policy: the base is the first own fit
         base_rows = np.asarray(next(iter(own.values())))
 
-    kappa_steps, kappa_lk = None, None
+    kappa_steps, kappa_lk, step_fit, lk_fit = None, None, None, None
     if kappa is not None:
         ov = overlap if overlap is not None else fit_overlap(traces)
         reuse = [p for p in pooled if traits(p).reuses_own_row]
         d = ev.arrays(reuse)
         d["ovl"] = curve_overlap(d, ov)
-        kappa_steps = _fit_kappa_steps(d, np.asarray(base_rows), sigma, ctx_ref) or None
-        kappa_lk = _fit_kappa_lk(d, np.asarray(base_rows), sigma, ctx_ref, kappa_steps or [])
+        held = _held(d, np.asarray(base_rows), sigma, ctx_ref)
+        step_fit = KappaStep.fit(held)
+        lk_fit = KappaLk.fit(held, step_fit)
+        kappa_steps = step_fit.to_json() if step_fit else None
+        kappa_lk = lk_fit.to_json() if lk_fit else None
+    forms = {KappaStep.name: step_fit, KappaLk.name: lk_fit}
 
     def predict(policy: str, d: dict[str, np.ndarray], steps: str = "") -> np.ndarray | None:
         # mean over the request spread: E[sigmoid(eta + u)] by quadrature
@@ -372,21 +298,20 @@ def fit_acceptance(traces: Sequence[Trace], overlap: OverlapFit | None = None) -
         if not traits(policy).reuses_own_row or policy in own:
             return None if steps else a
         if steps:  # a form fitted on the overlap curve
-            kap = fitted_kappa(steps, 1, kappa, kappa_steps, kappa_lk, 1.0)
-            if kap is None:
+            form = forms[steps]
+            if form is None:
                 return None
             kap = np.ones(d["pos"].size)
             for pos in np.unique(d["pos"][d["pos"] > 0]):
                 m = d["pos"] == pos
-                kap[m] = fitted_kappa(steps, int(pos), kappa, kappa_steps, kappa_lk,
-                                      d["ctx"][m] / d["topk"][m])
+                kap[m] = form.kappa(int(pos), d["ctx"][m] / d["topk"][m])
             return a * keep_factor(np.clip(curve_overlap(d, ov), 0, 1), kap)
         if kappa is not None:
             a = a * keep_factor(np.clip(d["ovl"], 0, 1), kappa)
         return a
 
     report = _acceptance_report(ev, predict, k)
-    for form in ("kappa_step", "kappa_lk"):
+    for form in (KappaStep.name, KappaLk.name):
         for p, rep in _acceptance_report(ev, lambda p, d, f=form: predict(p, d, steps=f), k).items():
             report[p][form] = rep  # type: ignore[index]
     return AcceptanceFit(ctx_ref, np.asarray(base_rows).tolist(), kappa, sigma, own, report,

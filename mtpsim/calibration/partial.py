@@ -7,7 +7,6 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING
 
-from mtpsim.models.penalty import fitted_kappa
 from mtpsim.policies import traits
 
 if TYPE_CHECKING:
@@ -38,7 +37,7 @@ def fill_from_spec(cal: Calibration, exp: Experiment) -> tuple[Calibration, list
                             "fits its acceptance)")
             continue
         if (t.reuses_own_row and policy not in a.policies
-                and fitted_kappa(exp.acceptance.penalty, 1, a.kappa, a.kappa_steps, a.kappa_lk) is None):
+                and a.penalty(exp.acceptance.penalty) is None):
             left_out.append(f"{policy} (the overlap -> acceptance penalty needs a trace of a reuse "
                             "policy)")
             continue

@@ -27,13 +27,16 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtpsim import __version__
 from mtpsim.errors import UserError
 from mtpsim.fileio import atomic_write_json, finite_json
 from mtpsim.inputs import MiB, loads_json, read_text
 from mtpsim.result import PHASES
+
+if TYPE_CHECKING:
+    from mtpsim.models.penalty import Penalty
 
 FORMAT = "mtpsim-calibration"
 VERSION = 1
@@ -55,6 +58,16 @@ class AcceptanceFit:
     kappa_steps: list[float] | None = None
     # penalty "kappa_lk": {"kappa_steps": [k-1], "exponent": gamma, "ratio_ref": r} (same curve)
     kappa_lk: dict[str, Any] | None = None
+
+    def penalty(self, name: str) -> Penalty | None:
+        """The fitted penalty form `name` (mtpsim.models.penalty), None when this file has none
+        (no trace of a reuse policy, or a file fitted before the form). Each form's JSON is the
+        value under its `field`."""
+        from mtpsim.models.penalty import FORMS
+
+        form = FORMS[name]
+        raw = getattr(self, form.field)
+        return None if raw is None else form.from_json(raw, len(self.base) - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,28 +188,16 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
     if sigma is None or not 0 <= sigma <= 10 or (kappa is not None and not 0 < kappa <= 1e6):
         raise rd.fail("acceptance.sigma", "expected sigma in [0, 10] and kappa in (0, 1e6] "
                       "(or null)")
-    kappa_steps = acc.get("kappa_steps")
-    if kappa_steps is not None:
-        if not (isinstance(kappa_steps, list) and len(kappa_steps) == len(base) - 1 and all(
-                isinstance(x, int | float) and not isinstance(x, bool) and 0 < x <= 1e6
-                for x in kappa_steps)):
-            raise rd.fail("acceptance.kappa_steps", f"expected {len(base) - 1} numbers in "
-                          f"(0, 1e6] (one per draft step 1..k-1), or null; got {_short(kappa_steps)}")
-        kappa_steps = [float(x) for x in kappa_steps]
-    kappa_lk = acc.get("kappa_lk")
-    if kappa_lk is not None:
-        ok = isinstance(kappa_lk, dict)
-        ks = kappa_lk.get("kappa_steps") if ok else None
-        ok = ok and isinstance(ks, list) and len(ks) == len(base) - 1 and all(
-            _finite(x) and 0 < x <= 1e6 for x in ks)
-        ok = ok and _finite(kappa_lk.get("exponent")) and abs(kappa_lk["exponent"]) <= 10
-        ok = ok and _finite(kappa_lk.get("ratio_ref")) and 0 < kappa_lk["ratio_ref"] <= 1e6
-        if not ok:
-            raise rd.fail("acceptance.kappa_lk", f"expected {{\"kappa_steps\": {len(base) - 1} "
-                          "numbers in (0, 1e6], \"exponent\": a number in [-10, 10], "
-                          f"\"ratio_ref\": a number in (0, 1e6]}}, or null; got {_short(kappa_lk)}")
-        kappa_lk = {"kappa_steps": [float(x) for x in ks], "exponent": float(kappa_lk["exponent"]),
-                    "ratio_ref": float(kappa_lk["ratio_ref"])}
+    from mtpsim.models.penalty import KappaLk, KappaStep
+
+    fitted: dict[str, Any] = {}
+    for form in (KappaStep, KappaLk):  # optional: files fitted before a form lack it
+        raw = acc.get(form.field)
+        try:
+            fitted[form.field] = None if raw is None else form.from_json(raw, len(base) - 1).to_json()
+        except ValueError as e:
+            raise rd.fail(f"acceptance.{form.field}", f"{e}; got {_short(raw)}") from None
+    kappa_steps, kappa_lk = fitted[KappaStep.field], fitted[KappaLk.field]
     pol = rd.table(acc, "policies", "acceptance.")
     policies = {str(p): rd.rows(v, f"acceptance.policies.{p}", 2) for p, v in pol.items()}
     ctx_ref = rd.num(acc, "context_ref", "acceptance.")

@@ -23,14 +23,14 @@ Two parameter forms:
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mtpsim.models.overlap import OverlapParams, fitted_agreement, overlap, overlap_from_agreement
 from mtpsim.models.overlap import sigmoid as _sigmoid
-from mtpsim.models.penalty import DEFAULT_PENALTY, fitted_kappa, keep_factor, parametric_kappa
+from mtpsim.models.penalty import DEFAULT_PENALTY, FORMS, Penalty, keep_factor, parametric
 from mtpsim.policies import traits
 
 if TYPE_CHECKING:
@@ -90,13 +90,12 @@ class AcceptanceModel:
         if not self.parametric:
             return out
         params, t = self.overlap_params, traits(self.policy)
+        form = parametric(self.penalty, self.kappa, self.kappa_step_exponent, self.kappa_lk_exponent)
         for i in range(self.k):
             if t.runs_indexer(i):  # selects as fresh: keeps all (kappa > 0), factor exactly 1
                 continue
             o = overlap(self.policy, context, i, self.topk, params)
-            out[:, i] = keep_factor(o, parametric_kappa(self.penalty, i, self.kappa,
-                                                        self.kappa_step_exponent,
-                                                        self.kappa_lk_exponent, context / self.topk))
+            out[:, i] = form.keep(o, i, context / self.topk)
         return out
 
     def marginal(self, context: np.ndarray, request_shift: np.ndarray | None = None) -> np.ndarray:
@@ -187,6 +186,7 @@ class FittedAcceptance:
     k: int
     topk: int
     penalty: str = DEFAULT_PENALTY
+    _form: Penalty | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         from mtpsim.calibration.schema import CalibrationError
@@ -196,13 +196,14 @@ class FittedAcceptance:
         if not t.step0_as_fresh and self.policy not in a.policies:
             raise CalibrationError(self.cal.path, f"acceptance.policies.{self.policy}",
                                    f"missing: no trace of policy {self.policy!r} was fitted")
-        if (t.reuses_own_row and self.policy not in a.policies
-                and fitted_kappa(self.penalty, 1, a.kappa, a.kappa_steps, a.kappa_lk) is None):
-            field = {"kappa_step": "kappa_steps", "kappa_lk": "kappa_lk"}.get(self.penalty, "kappa")
+        form = a.penalty(self.penalty)
+        object.__setattr__(self, "_form", form)
+        if t.reuses_own_row and self.policy not in a.policies and form is None:
+            name = FORMS[self.penalty].field
             hint = (f" (a file fitted before the {self.penalty} form: refit it with mtpsim "
-                    "simulate --trace ... --save-calibration)" if field != "kappa" and a.kappa
+                    "simulate --trace ... --save-calibration)" if name != "kappa" and a.kappa
                     else "")
-            raise CalibrationError(self.cal.path, f"acceptance.{field}",
+            raise CalibrationError(self.cal.path, f"acceptance.{name}",
                                    f"missing: {self.policy!r} needs a trace of a reuse policy{hint}")
 
     @property
@@ -231,9 +232,7 @@ class FittedAcceptance:
             a = _sigmoid(b0 + b1 * x + shift)
             if linked and not t.runs_indexer(i):
                 o = fitted_overlap(self.cal, self.policy, context, i, self.topk)
-                acc = self.cal.acceptance
-                kappa = fitted_kappa(self.penalty, i, acc.kappa, acc.kappa_steps, acc.kappa_lk,
-                                     context / self.topk)
+                kappa = None if self._form is None else self._form.kappa(i, context / self.topk)
                 a = a * keep_factor(o, np.asarray(kappa, float))
             out[:, i] = a
         return out
