@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from mtpsim import sweep
+from mtpsim.runs.executor import default_workers
 
 EXPERIMENT = str(Path(__file__).resolve().parents[1] / "experiments" / "pr47352.toml")
 GRID = ["speculative.num_speculative_tokens=1,2,3,4,5", "workload.max_concurrency=1,4,16,64",
@@ -21,7 +22,7 @@ GRID = ["speculative.num_speculative_tokens=1,2,3,4,5", "workload.max_concurrenc
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--jobs", type=int, default=sweep.default_jobs())
+    ap.add_argument("--jobs", type=int, default=default_workers())
     args = ap.parse_args()
     axes, points = sweep.build_points(EXPERIMENT, GRID)
     with tempfile.TemporaryDirectory() as tmp:

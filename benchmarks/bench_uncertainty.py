@@ -38,11 +38,11 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=64)
     ap.add_argument("--advise", action="store_true")
     args = ap.parse_args()
-    from mtpsim.sweep import default_jobs
+    from mtpsim.runs.executor import default_workers
     from mtpsim.uncertainty.run import propagate
 
     exp = str(ROOT / "experiments" / "pr47352.toml")
-    jobs = default_jobs()
+    jobs = default_workers()
     timed(f"pr47352 --uncertainty {args.draws}, in process (-j 1)",
           lambda: propagate(exp, [], args.draws, 1))
     timed(f"pr47352 --uncertainty {args.draws}, pool (-j {jobs})",

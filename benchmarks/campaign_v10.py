@@ -82,13 +82,13 @@ def predict(out: Path, name: str) -> dict:
     import numpy as np
 
     from mtpsim.fileio import atomic_write_json
-    from mtpsim.sweep import default_jobs
+    from mtpsim.runs.executor import default_workers
     from mtpsim.uncertainty.run import propagate
     from mtpsim.uncertainty.summary import delta_values
 
     cal = str(out.resolve() / "calibration-bootstrap.json")
     run = propagate(str(EXP / f"{name}.toml"), [f"calibration.file={json.dumps(cal)}",
-                                                 "uncertainty.paired=false"], DRAWS, default_jobs())
+                                                 "uncertainty.paired=false"], DRAWS, default_workers())
     vals = run.values
     pred = {"config": name, "inside": not run.extrapolation.flagged,
             "extrapolation": list(run.extrapolation.notes), "draws": len(vals),

@@ -68,7 +68,7 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=None, help="configurations (default: all)")
     args = ap.parse_args()
     from mtpsim.result import load_result
-    from mtpsim.sweep import default_jobs
+    from mtpsim.runs.executor import default_workers
     from mtpsim.uncertainty.coverage import report, score_run, with_run_noise
     from mtpsim.uncertainty.run import propagate
 
@@ -104,7 +104,7 @@ def main() -> None:
         # unpaired: each policy its own seed, as in the real A/B run being scored
         run = propagate(toml, [f"calibration.file={json.dumps(str(cal))}", "uncertainty.paired=false",
                                f"acceptance.penalty={json.dumps(args.penalty)}", *sets], args.draws,
-                        args.jobs or default_jobs())
+                        args.jobs or default_workers())
         inside = not run.extrapolation.flagged
         summary = run.summary()
         scored = score_run(name, summary, real, run.policies, inside, run.prob,

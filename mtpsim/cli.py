@@ -20,7 +20,7 @@ from typer.core import TyperGroup
 from mtpsim import __version__
 from mtpsim.clihelp import TeachingCommand
 from mtpsim.console import StdConsole
-from mtpsim.errors import UserError, one_line
+from mtpsim.errors import JobError, UserError, one_line
 
 try:  # typer >= 0.2x vendors its own copy of click
     from typer._click import exceptions as click_errors
@@ -94,6 +94,9 @@ def exits_on_user_error(fn: Callable[..., Any], interrupt_line: bool = True) -> 
         except UserError as e:
             print_error(e.message())
             raise typer.Exit(2) from None
+        except JobError as e:  # a bug in a job, already one line: the worker's traceback is gone
+            print_error(str(e))
+            raise typer.Exit(1) from None
         except KeyboardInterrupt:  # run-real and sweep say more; they exit before reaching here
             if not interrupt_line:
                 raise

@@ -42,3 +42,8 @@ class TraceError(UserError):
 
 class ResultError(UserError):
     """A result file is neither an mtpsim result nor a `vllm bench serve --save-result` JSON."""
+
+
+class JobError(Exception):
+    """A job of a batch (a sweep point, a draw) failed with an exception that is not bad input:
+    one line naming the job and the exception. The CLI prints it and exits 1."""

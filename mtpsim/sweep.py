@@ -1,5 +1,5 @@
 """Grids of simulations: `--set key=v1,v2,...` axes, one atomic file per point, resumable,
-run on a process pool.
+run on the executor (mtpsim.runs.executor).
 
 A point is the experiment with one value per axis. Its file `DIR/points/<id>.json` is named by a
 hash of the validated spec (so an edited experiment file or a different grid never reuses a
@@ -13,9 +13,6 @@ import hashlib
 import itertools
 import json
 import math
-import multiprocessing
-import os
-import signal
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -232,14 +229,8 @@ def run_point(experiment: ExperimentRef, point: Point, out: Path | None) -> dict
     return rec
 
 
-def _worker_init() -> None:
-    # Ctrl-C reaches the whole process group; only the parent handles it (it terminates us).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _run_star(args: tuple[str, Point, Path | None]) -> dict[str, Any]:
-    return run_point(*args)
+def _run_job(shared: tuple[ExperimentRef, Path | None], point: Point) -> dict[str, Any]:
+    return run_point(shared[0], point, shared[1])
 
 
 def finished_first(points: Sequence[Point], out: Path | None,
@@ -258,23 +249,12 @@ def run_points(experiment: str, points: Sequence[Point], out: Path | None,
                jobs: int) -> Iterator[dict[str, Any]]:
     """Yield each point's record as it finishes (in completion order); finished points already
     in `out` are yielded first without running. Workers are terminated on any exit."""
+    from mtpsim.runs.executor import run_jobs
+
     todo: list[Point] = []
     yield from finished_first(points, out, todo)
-    if not todo:
-        return
-    jobs = max(1, min(jobs, len(todo)))
-    if jobs == 1:
-        for p in todo:
-            yield run_point(experiment, p, out)
-        return
-    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    pool = ctx.Pool(jobs, initializer=_worker_init)
-    try:
-        yield from pool.imap_unordered(_run_star, [(experiment, p, out) for p in todo])
-        pool.close()
-    finally:
-        pool.terminate()  # no-op after close() finished; kills workers on Ctrl-C or errors
-        pool.join()
+    for _, rec in run_jobs(_run_job, todo, (experiment, out), jobs, ordered=False):
+        yield rec
 
 
 def rows(records: Sequence[dict[str, Any]], axes: Sequence[Axis]) -> list[dict[str, Any]]:
@@ -288,10 +268,3 @@ def rows(records: Sequence[dict[str, Any]], axes: Sequence[Axis]) -> list[dict[s
             row["point_id"] = rec["point_id"]
             out.append(row)
     return out
-
-
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)

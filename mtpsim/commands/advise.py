@@ -45,7 +45,7 @@ def advise(
     import dataclasses
 
     from mtpsim.fileio import output_dir
-    from mtpsim.sweep import default_jobs
+    from mtpsim.runs.executor import default_workers
     from mtpsim.uncertainty.advise import advise as run_advise
     from mtpsim.uncertainty.advise import load_deployment
 
@@ -61,7 +61,7 @@ def advise(
         dep = dataclasses.replace(dep, draws=draws)
     if plot is not None:
         output_dir(plot, "--plot")
-    jobs = jobs or default_jobs()
+    jobs = jobs or default_workers()
     if not as_json and err_console.is_terminal:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 

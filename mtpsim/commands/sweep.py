@@ -133,6 +133,7 @@ def sweep(
     from mtpsim.errors import UserError
     from mtpsim.fileio import output_dir
     from mtpsim.real import ENGINES, backend
+    from mtpsim.runs.executor import default_workers
 
     real = backend(engine, server) if engine is not None else None  # an unknown engine: one line
     if real is None and (repeats != 1 or server):
@@ -165,7 +166,7 @@ def sweep(
                             "--engine or --cluster)")
         from mtpsim.uncertainty.cli import sweep_uncertainty
 
-        sweep_uncertainty(str(experiment), axes, points, uncertainty, jobs or sw.default_jobs(),
+        sweep_uncertainty(str(experiment), axes, points, uncertainty, jobs or default_workers(),
                           out, as_json)
         return
     nodes = None
@@ -252,9 +253,10 @@ def _rerun_argv(experiment: Path, set_: list[str] | None, **flags: Any) -> list[
 def _simulated(experiment: Path, set_: list[str] | None, axes: list, points: list, out: Path | None,
                as_json: bool, plot: Path | None, jobs: int | None, nodes: Any, retries: int) -> None:
     from mtpsim import sweep as sw
+    from mtpsim.runs.executor import default_workers
 
     rerun = _rerun_argv(experiment, set_) + (["-j", str(jobs)] if jobs else [])
-    jobs = jobs or sw.default_jobs()
+    jobs = jobs or default_workers()
     failed: list[str] = []
     if nodes is None:
         gen = sw.run_points(str(experiment), points, out, jobs)

@@ -322,36 +322,15 @@ def advise(dep: Deployment, jobs: int = 1,
     return Advice(dep, cells, skipped, values, notes, draws, time.perf_counter() - t0)
 
 
-_EXPS: dict = {}
-
-
-def _init(exps: dict) -> None:
-    from mtpsim.sweep import _worker_init
-
-    _worker_init()
-    _EXPS.update(exps)
-
-
-def _one(task: tuple) -> tuple:
+def _one(exps: dict, task: tuple) -> dict:
     cell, d = task
-    return cell, d.index, run_draw(_EXPS[cell], d)
+    return run_draw(exps[cell], d)
 
 
 def _run(exps: dict, tasks: list, jobs: int):
-    if jobs <= 1:
-        for cell, d in tasks:
-            yield cell, d.index, run_draw(exps[cell], d)
-        return
-    import multiprocessing
-    import os
+    """(cell, draw index, metrics) as each (cell, draw) finishes, on `jobs` workers."""
+    from mtpsim.runs.executor import run_jobs
 
-    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    pool = ctx.Pool(jobs, initializer=_init, initargs=(exps,))
-    try:
-        yield from pool.imap_unordered(_one, tasks, chunksize=max(1, len(tasks) // (jobs * 8)))
-        pool.close()
-    finally:
-        pool.terminate()
-        pool.join()
-
-
+    for i, res in run_jobs(_one, tasks, exps, jobs, ordered=False):
+        cell, d = tasks[i]
+        yield cell, d.index, res

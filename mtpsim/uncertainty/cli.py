@@ -17,7 +17,7 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
                          as_json: bool, out: Path | None, metrics: str | None = None) -> None:
     from mtpsim.fileio import atomic_write_json, output_dir
     from mtpsim.report.fit import print_lines, print_table
-    from mtpsim.sweep import default_jobs
+    from mtpsim.runs.executor import default_workers
     from mtpsim.uncertainty import tables
     from mtpsim.uncertainty.limits import check_draws
     from mtpsim.uncertainty.run import ALL_ROWS, PRIOR, propagate
@@ -26,7 +26,7 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
     shown = tables.choose_metrics(metrics)
     if out is not None:
         output_dir(out, "--out")
-    jobs = jobs or default_jobs()
+    jobs = jobs or default_workers()
     show = not as_json and err_console.is_terminal
     if show:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn

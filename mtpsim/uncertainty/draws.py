@@ -11,7 +11,6 @@ simulator's common random numbers), so a policy delta is never sampling noise be
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -186,41 +185,15 @@ def run_draw(exp: Experiment, draw: Draw, calibration: Any = None) -> dict[str, 
     return out
 
 
-_JOB: tuple[Experiment, Any] | None = None
-
-
-def _init(exp: Experiment, cal: Any) -> None:
-    global _JOB
-    from mtpsim.sweep import _worker_init
-
-    _worker_init()
-    _JOB = (exp, cal)
-
-
-def _run_one(draw: Draw) -> dict[str, dict[str, float]]:
-    assert _JOB is not None
-    return run_draw(_JOB[0], draw, _JOB[1])
+def _run_job(shared: tuple[Experiment, Any], draw: Draw) -> dict[str, dict[str, float]]:
+    return run_draw(shared[0], draw, shared[1])
 
 
 def run_draws(exp: Experiment, draws: Sequence[Draw], calibration: Any = None,
               jobs: int = 1) -> Iterator[tuple[int, dict[str, dict[str, float]]]]:
-    """Yield (draw index, metrics) as draws finish; `jobs` > 1 runs them on a process pool
-    (the one `mtpsim sweep` uses: workers ignore Ctrl-C and are terminated on any exit)."""
-    jobs = max(1, min(jobs, len(draws)))
-    if jobs == 1:
-        for d in draws:
-            yield d.index, run_draw(exp, d, calibration)
-        return
-    import multiprocessing
-    import os
+    """Yield (draw index, metrics) in draw order; `jobs` > 1 runs them on worker processes
+    (mtpsim.runs.executor, as `mtpsim sweep` does)."""
+    from mtpsim.runs.executor import run_jobs
 
-    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    pool = ctx.Pool(jobs, initializer=_init, initargs=(exp, calibration))
-    try:
-        chunk = max(1, math.ceil(len(draws) / (jobs * 4)))
-        for d, res in zip(draws, pool.imap(_run_one, draws, chunksize=chunk), strict=True):
-            yield d.index, res
-        pool.close()
-    finally:
-        pool.terminate()
-        pool.join()
+    for i, res in run_jobs(_run_job, draws, (exp, calibration), jobs):
+        yield draws[i].index, res
