@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent("""
     from mtpsim.runs.executor import run_jobs
 
     def slow(_, x):
-        print(os.getpid(), flush=True)
+        os.write(1, b"%d\\n" % os.getpid())  # one write: two workers' lines never interleave
         time.sleep(60)
 
     signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
