@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class StdConsole:
@@ -27,6 +28,8 @@ class StdConsole:
         stream = sys.stderr if self._stderr else sys.stdout
         key = (id(stream), os.environ.get("COLUMNS"))
         if self._console is None or key != self._key:
+            from rich.console import Console  # on first print: rich costs ~0.05 s to import
+
             self._console, self._key = Console(stderr=self._stderr), key
         return self._console
 

@@ -1,7 +1,6 @@
 """A user error ends a command with one line on stderr, printed verbatim, and exit code 2."""
 
 import pytest
-import typer
 
 from mtpsim.cli import exits_on_user_error
 from mtpsim.errors import SpecError
@@ -12,9 +11,9 @@ def test_bracketed_spec_names_survive_rich_markup(capsys):
     def command() -> None:
         raise SpecError("exp.toml", "calibration", "expected a [calibration] table to write into")
 
-    with pytest.raises(typer.Exit) as exc:
+    with pytest.raises(SystemExit) as exc:
         command()
-    assert exc.value.exit_code == 2
+    assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "exp.toml: calibration: expected a [calibration] table to write into" in err
     assert err.count("\n") == 1 and "Traceback" not in err

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-import typer
-
+from mtpsim.cliopts import Param, declared
 from mtpsim.console import StdConsole
 from mtpsim.fileio import dumps
 
@@ -67,52 +66,62 @@ def _fit_what_the_traces_hold(cal: Calibration, path: str, overrides: list[str],
     return cal, notes, overrides
 
 
+PARAMS = (
+    Param("experiment", Path, "Experiment TOML, e.g. experiments/pr47352.toml."),
+    Param("set_", str, "Override a spec field: section.key=value (repeatable), e.g. "
+          "--set workload.num_prompts=64 --set speculative.num_speculative_tokens=2.",
+          ("--set",), multiple=True),
+    Param("policy", str, "Simulate only these policies (repeatable; default: the spec's), "
+          "e.g. -p fresh -p share.", ("--policy", "-p"), multiple=True),
+    Param("seed", int, "Seed of the workload and acceptance draws (default: the spec's), e.g. "
+          "--seed 3.", ("--seed",)),
+    Param("expected", bool, "Expected-value acceptance instead of seeded draws (no sampling "
+          "noise), e.g. to see a policy's mean effect on a small workload.", ("--expected",), False),
+    Param("as_json", bool, "Print machine-readable JSON instead of tables (results without "
+          "per-request records), e.g. --json > sim.json.", ("--json",), False),
+    Param("out", Path, "Write one result per policy to DIR/<policy>.json (with per-request "
+          "records), e.g. --out runs/sim.", ("--out",)),
+    Param("trace", Path, "Real-mode trace (repeatable, e.g. DIR/fresh.trace.jsonl "
+          "DIR/share.trace.jsonl): fit acceptance, top-k overlap and step cost to it, report the "
+          "fit, and simulate with it instead of the spec's models.", ("--trace",), multiple=True),
+    Param("save_calibration", Path, "Write the --trace fit to this JSON file, for an experiment's "
+          "\\[calibration] file = \"...\", e.g. --save-calibration runs/cal.json.",
+          ("--save-calibration",)),
+    Param("plot", Path, "Write PNG plots to DIR: per-position acceptance per policy; with --trace, "
+          "top-k overlap vs context per draft step. E.g. --plot runs/plots.", ("--plot",)),
+    Param("bootstrap", int, "With --trace: also fit B bootstrap refits (requests and step blocks "
+          "resampled) into the calibration, for --uncertainty on experiments that use it, "
+          "e.g. --bootstrap 32.", ("--bootstrap",), 0, min=0),
+    Param("uncertainty", int, "Draw N parameter sets from the spec's [uncertainty] priors "
+          "(quasi-random), run every policy on each, and print medians, intervals, P(delta > 0), "
+          "what the measured rows narrowed, the sensitivity table and what to measure next; "
+          "--json/--out carry the draws. E.g. --uncertainty 64.", ("--uncertainty",)),
+    Param("jobs", int, "With --uncertainty: worker processes (default: the usable cores), e.g. "
+          "-j 1.", ("--jobs", "-j"), min=1),
+    Param("metrics", str, "With --uncertainty: the figures tabled: 'default' (throughput, median "
+          "TPOT, median and P90 TTFT, acceptance length), 'all' (mean, median, P90, P99 of TTFT, "
+          "TPOT, ITL, E2EL and the three throughputs, as `vllm bench serve` prints them) or key "
+          "names, e.g. --metrics mean_ttft_ms,p99_tpot_ms. --json/--out always carry all of them.",
+          ("--metrics",)),
+)
+
+
+@declared(*PARAMS)
 def simulate(
-    experiment: Annotated[Path, typer.Argument(help="Experiment TOML, e.g. experiments/pr47352.toml.")],
-    set_: Annotated[list[str] | None, typer.Option(
-        "--set", help="Override a spec field: section.key=value (repeatable), e.g. "
-        "--set workload.num_prompts=64 --set speculative.num_speculative_tokens=2.")] = None,
-    policy: Annotated[list[str] | None, typer.Option(
-        "--policy", "-p", help="Simulate only these policies (repeatable; default: the spec's), "
-        "e.g. -p fresh -p share.")] = None,
-    seed: Annotated[int | None, typer.Option(
-        help="Seed of the workload and acceptance draws (default: the spec's), e.g. --seed 3.")] = None,
-    expected: Annotated[bool, typer.Option(
-        "--expected", help="Expected-value acceptance instead of seeded draws (no sampling "
-        "noise), e.g. to see a policy's mean effect on a small workload.")] = False,
-    as_json: Annotated[bool, typer.Option(
-        "--json", help="Print machine-readable JSON instead of tables (results without "
-        "per-request records), e.g. --json > sim.json.")] = False,
-    out: Annotated[Path | None, typer.Option(
-        help="Write one result per policy to DIR/<policy>.json (with per-request records), "
-        "e.g. --out runs/sim.")] = None,
-    trace: Annotated[list[Path] | None, typer.Option(
-        "--trace", help="Real-mode trace (repeatable, e.g. DIR/fresh.trace.jsonl DIR/share.trace.jsonl): "
-        "fit acceptance, top-k overlap and step cost to it, report the fit, and simulate with it "
-        "instead of the spec's models.")] = None,
-    save_calibration: Annotated[Path | None, typer.Option(
-        help="Write the --trace fit to this JSON file, for an experiment's "
-        "\\[calibration] file = \"...\", e.g. --save-calibration runs/cal.json.")] = None,
-    plot: Annotated[Path | None, typer.Option(
-        help="Write PNG plots to DIR: per-position acceptance per policy; with --trace, top-k "
-        "overlap vs context per draft step. E.g. --plot runs/plots.")] = None,
-    bootstrap: Annotated[int, typer.Option(
-        min=0, help="With --trace: also fit B bootstrap refits (requests and step blocks "
-        "resampled) into the calibration, for --uncertainty on experiments that use it, "
-        "e.g. --bootstrap 32.")] = 0,
-    uncertainty: Annotated[int | None, typer.Option(
-        help="Draw N parameter sets from the spec's [uncertainty] priors (quasi-random), run "
-        "every policy on each, and print medians, intervals, P(delta > 0), what the measured "
-        "rows narrowed, the sensitivity table and what to measure next; --json/--out carry "
-        "the draws. E.g. --uncertainty 64.")] = None,
-    jobs: Annotated[int | None, typer.Option(
-        "--jobs", "-j", min=1, help="With --uncertainty: worker processes (default: the usable "
-        "cores), e.g. -j 1.")] = None,
-    metrics: Annotated[str | None, typer.Option(
-        help="With --uncertainty: the figures tabled: 'default' (throughput, median TPOT, median "
-        "and P90 TTFT, acceptance length), 'all' (mean, median, P90, P99 of TTFT, TPOT, ITL, "
-        "E2EL and the three throughputs, as `vllm bench serve` prints them) or key names, e.g. "
-        "--metrics mean_ttft_ms,p99_tpot_ms. --json/--out always carry all of them.")] = None,
+    experiment: Path,
+    set_: list[str] | None = None,
+    policy: list[str] | None = None,
+    seed: int | None = None,
+    expected: bool = False,
+    as_json: bool = False,
+    out: Path | None = None,
+    trace: list[Path] | None = None,
+    save_calibration: Path | None = None,
+    plot: Path | None = None,
+    bootstrap: int = 0,
+    uncertainty: int | None = None,
+    jobs: int | None = None,
+    metrics: str | None = None,
 ) -> None:
     """Simulate each policy of an experiment and print the upstream PR's benchmark table.
 
@@ -191,8 +200,8 @@ def simulate(
         payload = {name: {k: v for k, v in res.to_json().items() if k != "requests"}
                    for name, res in results.items()}
         extra = {} if calibration is None else {"calibration": calibration.to_json()}
-        typer.echo(dumps({"experiment": str(experiment), "wall_s": wall,
-                               "results": payload, **extra}, indent=2))
+        print(dumps({"experiment": str(experiment), "wall_s": wall, "results": payload, **extra},
+                    indent=2), flush=True)
         for line in notes:
             err_console.print(line, highlight=False, markup=False, soft_wrap=True)
         return
