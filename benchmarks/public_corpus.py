@@ -32,6 +32,10 @@ GROUPS = {"ttft": "TTFT", "tpot": "TPOT", "throughput": "throughput", "itl": "IT
 # 16,384-token step budget, >= 70 GB ones 8,192; both 1,024 running requests
 BIG_GPU_GIB = 160
 SHAREGPT_SIGMA = 1.0  # assumed lognormal spread of ShareGPT lengths (not fitted to any row)
+# vLLM versions released before async scheduling became the default (vLLM PRs #27614 and #31998,
+# both first in v0.14.0, January 2026): their engine core schedules and processes outputs
+# between GPU steps, not during them
+SERIAL_HOST_VERSIONS = ("0.13.0", "nightly (Dec 2025)")
 
 
 def load() -> tuple[list[dict], dict[str, str]]:
@@ -75,6 +79,8 @@ def experiment_text(row: dict) -> str:
         *([f"dp = {row['dp']}", f"ep = {'true' if row['ep'] else 'false'}"] if row["dp"] > 1 else []),
         f"max_num_seqs = {seqs}",
         f"max_num_batched_tokens = {mbt}", f'cudagraph_mode = "{cudagraph}"',
+        *(["async_scheduling = false  # before vLLM 0.14.0's default"]
+          if row["engine"] == "vllm" and row["engine_version"] in SERIAL_HOST_VERSIONS else []),
         "", "[speculative]", f"num_speculative_tokens = {row['k']}",
         "", "[workload]", f"num_prompts = {row['num_prompts']}",
         f"input_len = {round(row['input_len'])}", f"output_len = {round(row['output_len'])}",

@@ -47,6 +47,16 @@ TOPK_PASSES = 4
 # outputs and writing the sum (18), SwiGLU and the small attention-side passes (~3). Assumed
 # from vLLM's DeepSeek forward; it matters for prefill chunks (thousands of tokens), not decode.
 ELEMENTWISE_HIDDEN_BYTES = 40
+# FlashMLA's sparse fp8 decode kernel runs h_q = 64 or 128 query heads only: vLLM 0.33.0 pads a
+# rank's heads up to that (`FlashMLASparseImpl._compute_fp8_decode_padded_heads`,
+# v1/attention/backends/mla/flashmla_sparse.py), so under TP4 / TP8 (32 / 16 heads) a decode or
+# verify query multiplies as many FLOPs as 64 heads would.
+FP8_DECODE_HEADS = (64, 128)
+# The fused MoE kernel pads each expert's rows to its M tile (vLLM 0.33.0 `get_default_config`
+# for block-fp8 in model_executor/layers/fused_moe/fused_moe.py: BLOCK_SIZE_M 16 up to 64
+# tokens, 64 above; `moe_align_block_size` pads every expert's token count to it). The padded
+# rows are multiplied: with a few rows per expert the experts' FLOPs are those of whole tiles.
+MOE_BLOCK_M_SMALL, MOE_BLOCK_M, MOE_SMALL_BATCH = 16, 64, 64
 
 
 def expert_dtype(quantization: str, mxfp4_tflops: float) -> str:
@@ -160,7 +170,8 @@ class CostModel:
             t = t + n_dense * self._linears(tokens, g["dense"], 1.0)
         if n_moe:
             shapes, rows, copies = self._routed_gemms(tokens)
-            t = t + n_moe * (self._linears(rows, shapes, copies)
+            t = t + n_moe * (self._linears(rows, shapes, copies,
+                                           moe_padded_rows(rows, copies, tokens))
                              + m.num_shared_experts * self._linears(tokens, g["expert"], 1.0)
                              + self._roof(self._params()["router"] * 2, 0.0, 0))
         if extra_params:
@@ -174,15 +185,17 @@ class CostModel:
             return np.maximum(t, floor) * (tokens > 0)
         return max(t, floor) * (tokens > 0)
 
-    def _linears(self, rows: Num, shapes: tuple, copies: Num) -> Num:
+    def _linears(self, rows: Num, shapes: tuple, copies: Num, flop_rows: Num | None = None) -> Num:
         """Sum over `shapes` ((K, N, dtype) per GPU) of one GEMM each over `rows` rows, whose
-        weights are read `copies` times (experts touched; 1 for a dense layer)."""
+        weights are read `copies` times (experts touched; 1 for a dense layer); `flop_rows`: the
+        rows the kernel multiplies when it pads them (the MoE's M tiles; default `rows`)."""
         total = 0.0 * rows
+        mult = rows if flop_rows is None else flop_rows
         for kk, nn, dtype in shapes:
             b_w = self._wbytes[dtype]
             act = 2.0 if dtype == "bf16" else 1.0
             t_mem = (copies * kk * nn * b_w + rows * (kk * act + nn * 2.0)) / self._hbm
-            t_flop = 2.0 * rows * kk * nn / self._rate(self._compute[dtype])
+            t_flop = 2.0 * mult * kk * nn / self._rate(self._compute[dtype])
             total = total + (np.maximum(t_mem, t_flop) if isinstance(t_mem, np.ndarray)
                              or isinstance(t_flop, np.ndarray) else max(t_mem, t_flop))
         return total
@@ -241,12 +254,20 @@ class CostModel:
                      + nbytes / (hw.group_gbps(g) * 1e9 * c.comm_efficiency))
         return t * (tokens > 0)
 
+    def _decode_heads(self) -> int:
+        """Query heads the fp8 sparse decode kernel computes per rank: the rank's heads padded
+        to 64 or 128 (FP8_DECODE_HEADS)."""
+        heads = self.exp.model.num_heads / self._tp
+        return FP8_DECODE_HEADS[0] if heads <= FP8_DECODE_HEADS[0] else FP8_DECODE_HEADS[1]
+
     def _attention(self, n_layers: int, keys: Num) -> Num:
-        """Sparse MLA: each query reads min(context, top-k) latent entries per layer."""
+        """Sparse MLA decode / verify: each query reads min(context, top-k) latent entries per
+        layer and multiplies them with the kernel's padded heads (`_decode_heads`), so verify
+        tokens cost FLOPs as well as bytes: at thousands of queries per step it is compute-bound."""
         m = self.exp.model
         nbytes = n_layers * keys * m.kv_bytes_per_token
-        flops = n_layers * keys * 2 * (m.num_heads / self._tp) * (2 * m.kv_lora_rank
-                                                                  + m.qk_rope_head_dim)
+        flops = n_layers * keys * 2 * self._decode_heads() * (2 * m.kv_lora_rank
+                                                              + m.qk_rope_head_dim)
         return self._roof(nbytes, flops / self._rate("bf16"),
                           n_layers * KERNELS["attention"]) * (keys > 0)
 
@@ -263,7 +284,7 @@ class CostModel:
         heads = m.num_heads / self._tp
         per_key = 2 * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
         if heads < 32:
-            padded = 64 if heads <= 64 else 128
+            padded = self._decode_heads()
             nbytes = n_layers * keys * m.kv_bytes_per_token
         else:
             padded = math.ceil(heads / 64) * 64
@@ -432,6 +453,20 @@ class CostModel:
             rest = indexer = 0.0 * verify
         return self._phases(s, prefill, verify, draft_prefill, indexer, rest)
 
+    def _host(self, s: StepShape, gpu_phases: tuple) -> Num | None:
+        """Per-request host work of the step (`calibration.host_us_per_request` x the requests
+        it runs: decodes and prompt chunks that complete), as `_host_visible` shows it: vLLM's
+        engine core schedules, updates each request from the step's output and prepares the
+        next inputs on one CPU thread (v1/engine/core.py `EngineCore.step`: `schedule`,
+        `execute_model`, `update_from_output`); with `async_scheduling` (`step_with_batch_queue`)
+        that work overlaps the GPU's. None when the rate is 0."""
+        rate = self.exp.calibration.host_us_per_request
+        if not rate:
+            return None
+        host = rate * 1e-6 * (s.num_decode + s.prefill_done)
+        gpu = sum(gpu_phases) if self.exp.engine.async_scheduling else 0.0
+        return _host_visible(host, gpu, self.exp.engine.async_scheduling)
+
     def _phases(self, s: StepShape, prefill: Num, verify: Num, draft_prefill: Num, indexer: Num,
                 rest: Num) -> dict[str, np.ndarray]:
         """The step's phases, with sampling (rejection sampling, or plain at k = 0) and the
@@ -444,12 +479,37 @@ class CostModel:
                  if isinstance(s.prefill_tokens, np.ndarray)
                  else with_prefill if s.prefill_tokens else decode_only)
         overhead = (c.overhead_ms + eager * c.eager_overhead_ms) * 1e-3
+        host = self._host(s, (prefill, verify, draft_prefill, indexer, rest, reject))
+        if host is not None:
+            overhead = overhead + host
         out = dict(zip(PHASES, (prefill, verify, draft_prefill, indexer, rest, reject, overhead),
                        strict=True))
         sizes = [v.shape for v in out.values() if isinstance(v, np.ndarray) and v.ndim]
         if not sizes:
             return {name: np.float64(v) for name, v in out.items()}
         return {name: np.broadcast_to(np.asarray(v, float), sizes[0]) for name, v in out.items()}
+
+
+def _host_visible(host: Num, gpu: Num, overlapped: bool) -> Num:
+    """Host time a step adds: all of it run serially; under async scheduling only what the
+    GPU's time for the step does not cover."""
+    if not overlapped:
+        return host
+    if isinstance(host, np.ndarray) or isinstance(gpu, np.ndarray):
+        return np.maximum(host - gpu, 0.0)
+    return max(host - gpu, 0.0)
+
+
+def moe_padded_rows(rows: Num, experts: Num, tokens: Num) -> Num:
+    """Rows the fused MoE kernel multiplies: each of the `experts` touched experts' token rows
+    padded up to the M tile (MOE_BLOCK_M; MOE_BLOCK_M_SMALL at small batches). With fewer rows
+    per expert than a tile every touched expert costs one tile; with more, on average half a
+    tile of padding each."""
+    if isinstance(tokens, np.ndarray):
+        block = np.where(tokens <= MOE_SMALL_BATCH, MOE_BLOCK_M_SMALL, MOE_BLOCK_M)
+        return np.maximum(experts * block, rows + experts * block / 2)
+    block = MOE_BLOCK_M_SMALL if tokens <= MOE_SMALL_BATCH else MOE_BLOCK_M
+    return max(experts * block, rows + experts * block / 2)
 
 
 def gemm_shapes(m: ModelSpec, tp: int, lin: str) -> dict[str, tuple]:

@@ -120,6 +120,9 @@ class EngineSpec:
     non_kv_memory_gib: float = option(5.0, "GPU memory beside weights and KV cache: activations "
                                       "at vLLM's profile run, CUDA graphs, communication "
                                       "buffers (assumed; vLLM measures it)", _nonneg)
+    async_scheduling: bool = option(True, "vLLM --async-scheduling: the host schedules the next "
+                                    "step while the GPU runs this one (default on since vLLM "
+                                    "0.14.0; off, host work adds to every step)")
     pp: int = option(1, "pipeline-parallel size (dp x tp x pp GPUs, across nodes with "
                      "vllm.distributed_executor_backend = 'ray'; the simulator splits weights and "
                      "KV cache over the stages)", _pos)
@@ -229,6 +232,9 @@ class CalibrationSpec:
     overhead_ms: float = option(1.0, "fixed host/launch cost of every engine step", _nonneg)
     eager_overhead_ms: float = option(2.0, "extra cost of a step that runs outside CUDA graphs",
                                       _nonneg)
+    host_us_per_request: float = option(40.0, "host CPU time per request in a step (scheduler, "
+                                        "output update, input preparation), µs; hidden behind "
+                                        "the GPU under async scheduling", in_range(0, 1e5))
     moe_imbalance: float = option(1.3, "expert parallelism: the busiest GPU's routed tokens over "
                                   "the mean (1 = uniform routing)", in_range(1, 16))
     fit: tuple[str, ...] = option(("mem_efficiency", "compute_efficiency"),

@@ -74,6 +74,12 @@ PARAMS: dict[str, Param] = {
         "scale:draft_decode_indexer", 0.0, 1e4, "loguniform(0.5, 16)",
         "assumed, wide: the roofline finds ~36 µs per step; the PR's +0.66 % would need ~0.5 ms",
         calibrated_by_file=True),
+    "host_us_per_request": Param(
+        "calibration.host_us_per_request", 0.0, 1e5, "loguniform(20, 80)",
+        "measured: vLLM 0.33.0's Scheduler.schedule + update_from_output take 25-40 µs per "
+        "running request per step on a 2-core VM (docs/public-corpus.md, v3); input preparation "
+        "and output serialization unmeasured, so up to 2x; drawn only where the work is serial",
+        calibrated_by_file=True, only_with=("engine.async_scheduling", (False,))),
     "moe_imbalance": Param(
         "calibration.moe_imbalance", 1.0, 16.0, "uniform(1.05, 1.8)",
         "assumed, wide: the busiest GPU's routed tokens over the mean under expert parallelism "
