@@ -65,6 +65,27 @@ def fidelity(real: Result, sim: Result) -> list[FidelityRow]:
     return rows
 
 
+def bursts(res: Result) -> int:
+    """How many consecutive rounds (each a burst of its own from t=0) a result's requests were
+    served in: its pooled rounds (run-real; simulate with workload.rounds), else one stream."""
+    rounds = res.extra.get("rounds")
+    return len(rounds) if isinstance(rounds, list) and rounds else 1
+
+
+def workload_mismatch(real: Result, sim: Result) -> str | None:
+    """Why a simulation does not describe the real run's workload (None when it does)."""
+    r, s = bursts(real), bursts(sim)
+    if r == s:
+        return None
+    n = real.get("completed") or len(real.requests or []) or "the"
+
+    def served(k: int) -> str:
+        return "the one stream" if k == 1 else f"{k} rounds, each a burst of its own from t=0"
+
+    return (f"the real run served its {n} requests as {served(r)}, the simulation as {served(s)}; "
+            f"timings differ by design: simulate with --set workload.rounds={r}")
+
+
 def mean_abs_pct_error(rows: Sequence[FidelityRow]) -> float:
     errs = [abs(r.error_pct) for r in rows if not math.isnan(r.error_pct)]
     return float(np.mean(errs)) if errs else math.nan

@@ -159,7 +159,7 @@ def compare(
     Example: [cyan]mtpsim compare runs/sim runs/real[/cyan] ·
     [cyan]mtpsim compare fresh=off.json share=on.json[/cyan]
     """
-    from mtpsim.compare import ab_compare, fidelity, mean_abs_pct_error
+    from mtpsim.compare import ab_compare, fidelity, mean_abs_pct_error, workload_mismatch
     from mtpsim.compare_sweep import is_sweep
     from mtpsim.report.fit import print_table
     from mtpsim.verdict import Rope
@@ -187,8 +187,11 @@ def compare(
     for policy in [p for p in real if p in sim]:
         rows = fidelity(real[policy], sim[policy])
         mape = mean_abs_pct_error(rows)
-        out["fidelity"][policy] = {"mape_pct": mape, "rows": [  # type: ignore[index]
+        unlike = workload_mismatch(real[policy], sim[policy])
+        out["fidelity"][policy] = {"mape_pct": mape, "workload_mismatch": unlike, "rows": [  # type: ignore[index]
             {"metric": r.key, "real": r.real, "sim": r.sim, "error_pct": r.error_pct} for r in rows]}
+        if unlike and not as_json:
+            console.print(f"[bold]not like with like[/bold] ({policy}): {unlike}", soft_wrap=True)
         if not as_json:
             t = Table(title=f"sim vs real: {policy}  (MAPE {mape:.1f} %)", title_justify="left")
             for col in ("Metric", "Real", "Sim", "Error %"):

@@ -115,7 +115,8 @@ def run_real(
     rounds: Annotated[int | None, typer.Option(
         help="Reference engine: split the requests into R rounds and run every policy in each, "
         "in A B / B A order, so machine drift cancels in paired deltas (DIR/rounds/rNN/). "
-        "Default: as many rounds as give each a full batch, at most 8.")] = None,
+        "Default: the spec's workload.rounds, else as many rounds as give each a full batch, "
+        "at most 8. Each round is a burst of its own: simulate with --set workload.rounds=R.")] = None,
     probe_on: Annotated[bool, typer.Option(
         "--probe/--no-probe", help="Time the fixed machine-speed probe (a few seconds, one "
         "thread) before and after every policy's round; recorded in the results.")] = True,
@@ -228,6 +229,10 @@ def run_real(
         console.print(f"{len(plan)} interleaved rounds (policy order reversed every other round; "
                       f"each round's files in {out / 'rounds'}/); paired deltas: mtpsim compare {out}",
                       highlight=False)
+        if exp.workload.rounds != len(plan):
+            console.print(f"each round served its requests as a burst of its own; to simulate this "
+                          f"workload: mtpsim simulate {experiment} --set workload.rounds={len(plan)}",
+                          highlight=False, soft_wrap=True)
     if smoke:
         _smoke_report(results, traces, exp.k, out)
 

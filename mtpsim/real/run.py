@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mtpsim.errors import ResultError, UserError
+from mtpsim.errors import ResultError, SpecError, UserError
 
 if TYPE_CHECKING:
     from mtpsim.result import Result
@@ -28,7 +28,10 @@ _NOT_SETTINGS = ("policies", "description", "source", "overrides", "acceptance",
 
 
 def _settings(spec: dict) -> dict:
-    return {k: v for k, v in json.loads(json.dumps(spec)).items() if k not in _NOT_SETTINGS}
+    out = {k: v for k, v in json.loads(json.dumps(spec)).items() if k not in _NOT_SETTINGS}
+    if isinstance(out.get("workload"), dict):  # the rounds run are checked apart (`rounds`)
+        out["workload"].pop("rounds", None)
+    return out
 
 
 _ABSENT = object()
@@ -119,10 +122,14 @@ def round_plan(exp: Experiment, rounds: int | None, served: bool,
         if rounds not in (None, 1):
             raise UserError(None, "--rounds", "applies to the in-process reference engine (a served "
                             "run starts one server per policy); pass --rounds 1 or drop --server")
+        if exp.workload.rounds > 1:
+            raise SpecError(source, "workload.rounds", "expected 0 or 1 for a served run (one server "
+                            "per policy serves the whole stream)")
         r = 1
     else:
         conc = min(exp.workload.max_concurrency or n, exp.engine.max_num_seqs, n)
-        r = rounds if rounds is not None else rounds_mod.auto_rounds(n, conc)
+        # flag > the spec's rounds (what its simulation serves too) > a full batch per round
+        r = rounds if rounds is not None else (exp.workload.rounds or rounds_mod.auto_rounds(n, conc))
         if not 1 <= r <= n:
             raise UserError(None, "--rounds", f"expected 1 to {n} (the workload's requests), got {r}")
     return list(zip(rounds_mod.order(exp.policies, r), rounds_mod.chunks(n, r), strict=True))

@@ -43,10 +43,12 @@ Progress = Callable[[int, int], None]
 
 class Simulator:
     """Simulates one policy of an experiment; `run()` returns a Result (`records=False`: its
-    metrics only, for callers that read nothing else)."""
+    metrics only, for callers that read nothing else). `requests`: only those of the seeded
+    requests, as one round of `mtpsim run-real` serves them (sends from 0, a burst of its own)."""
 
     def __init__(self, exp: Experiment, policy: str, progress: Progress | None = None,
-                 calibration: Calibration | None = None, records: bool = True) -> None:
+                 calibration: Calibration | None = None, records: bool = True,
+                 requests: range | None = None) -> None:
         # a calibration fitted from real traces replaces the acceptance model and the roofline
         models = models_for(exp, policy, calibration)
         self.exp, self.policy, self.progress = exp, policy, progress
@@ -59,6 +61,8 @@ class Simulator:
         # and the same uniforms (common random numbers), so policy deltas are not sampling noise
         w_seq, a_seq = np.random.SeedSequence(exp.seed).spawn(2)
         w_rng = np.random.default_rng(w_seq)
+        if requests is not None:  # each round draws its own acceptance uniforms
+            a_seq = np.random.SeedSequence(a_seq.entropy, spawn_key=(*a_seq.spawn_key, requests.start))
         self.rng = np.random.default_rng(a_seq)
         w = exp.workload
         n = w.num_prompts
@@ -75,6 +79,11 @@ class Simulator:
         else:
             shift = np.zeros(n)
         sends, conc = send_offsets(n, w.request_rate, w.burstiness, exp.seed), w.max_concurrency
+        self.first_id = 0 if requests is None else requests.start  # records keep workload-wide ids
+        if requests is not None:  # one round: its requests, its schedule from 0 (as run-real's runner)
+            ids = np.arange(requests.start, requests.stop)
+            inputs, outputs, shift = inputs[ids], outputs[ids], shift[ids]
+            sends = sends[ids] - sends[ids[0]]
         # Data parallelism: dp engines, each with its own scheduler and KV cache, get the
         # requests round-robin (vLLM 0.33.0 `v1/engine/core_client.py`
         # `DPLBAsyncMPClient.get_core_engine_for_request`, ~line 1751: "a burst spreads
@@ -376,7 +385,7 @@ class Simulator:
                        first.tolist(), finish.tolist(), reqs.itl_runs(times), reqs.drafts.tolist(),
                        per_pos.sum(axis=1).tolist(), per_pos.tolist(), strict=True)
             records = [RequestRecord(
-                request_id=f"sim-{i}", input_len=i_len, output_len=o_len, arrival_s=s_at,
+                request_id=f"sim-{self.first_id + i}", input_len=i_len, output_len=o_len, arrival_s=s_at,
                 first_token_s=f_at, finish_s=e_at, itl_s=runs[0], itl_count=runs[1],
                 num_drafts=d, num_draft_tokens=d * k, num_accepted_tokens=a,
                 accepted_per_pos=pp)
@@ -406,6 +415,16 @@ class Simulator:
 
 
 def simulate(exp: Experiment, policy: str, progress: Progress | None = None,
-             calibration: Calibration | None = None) -> Result:
-    """Simulate one policy of `exp` (with a fitted calibration if given or named by the spec)."""
-    return Simulator(exp, policy, progress, calibration).run()
+             calibration: Calibration | None = None, records: bool = True,
+             adjust: Callable[[Simulator], None] | None = None) -> Result:
+    """Simulate one policy of `exp` (with a fitted calibration if given or named by the spec);
+    `adjust(sim)` may change a simulator before it runs. With `workload.rounds` > 1, the
+    requests are served as run-real's interleaved rounds serve them (mtpsim.sim.rounds)."""
+    if exp.workload.rounds > 1:
+        from mtpsim.sim.rounds import simulate_rounds
+
+        return simulate_rounds(exp, policy, progress, calibration, records, adjust)
+    sim = Simulator(exp, policy, progress, calibration, records)
+    if adjust is not None:
+        adjust(sim)
+    return sim.run()

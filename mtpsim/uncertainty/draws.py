@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,9 +163,20 @@ def replicate_calibration(cal: Any, index: int | None) -> Any:
     return calibration_from_json({**cal.to_json(), **cal.bootstrap[index]}, cal.path)
 
 
+def scaled(factors: dict[str, float]) -> Callable[[Any], None]:
+    """A simulator adjustment that scales its step costs by `factors`."""
+
+    def adjust(sim: Any) -> None:
+        sim.cost = ScaledCost(sim.cost, factors)
+        if sim.fresh_cost is not None:
+            sim.fresh_cost = ScaledCost(sim.fresh_cost, factors)
+
+    return adjust
+
+
 def run_draw(exp: Experiment, draw: Draw, calibration: Any = None) -> dict[str, dict[str, float]]:
     """Simulate every policy of `exp` under `draw`: policy -> metric -> value (raw)."""
-    from mtpsim.sim.simulator import Simulator
+    from mtpsim.sim.simulator import simulate
 
     e = with_draw(exp, draw)
     cal = replicate_calibration(calibration, draw.replicate)
@@ -173,12 +184,7 @@ def run_draw(exp: Experiment, draw: Draw, calibration: Any = None) -> dict[str, 
     out: dict[str, dict[str, float]] = {}
     for j, policy in enumerate(e.policies):
         e_p = e if e.uncertainty.paired else dataclasses.replace(e, seed=e.seed + 1_000_003 * j)
-        sim = Simulator(e_p, policy, None, cal, records=False)
-        if factors:
-            sim.cost = ScaledCost(sim.cost, factors)
-            if sim.fresh_cost is not None:
-                sim.fresh_cost = ScaledCost(sim.fresh_cost, factors)
-        res = sim.run()
+        res = simulate(e_p, policy, None, cal, records=False, adjust=scaled(factors) if factors else None)
         out[policy] = {k: float(res.metrics[k]) for k in BENCH_METRICS}
         if EXPECTED_AL in res.extra:
             out[policy][EXPECTED_AL] = float(res.extra[EXPECTED_AL])

@@ -1,0 +1,77 @@
+"""Simulating the workload `mtpsim run-real` runs when it splits the requests into rounds.
+
+A real run of R interleaved rounds (mtpsim.rounds) does not serve the spec's request stream: it
+serves R consecutive chunks of it, each a burst of its own that starts from an empty engine at
+t = 0, and pools them (requests concatenated, durations summed). With `workload.rounds = R` the
+simulator does the same: each chunk simulated as its own run, then pooled by the very function
+that pools the real rounds (`mtpsim.rounds.pool`), so a prediction and a rounds run describe
+one workload. Simulating the stream instead prices every new request's prefill into the others'
+decoding, which a burst of `max_concurrency` requests never sees (v10, docs/uncertainty.md §11).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from mtpsim.errors import SpecError
+from mtpsim.result import Result
+
+if TYPE_CHECKING:
+    from mtpsim.calibration.schema import Calibration
+    from mtpsim.sim.simulator import Progress, Simulator
+    from mtpsim.spec import Experiment
+
+EXPECTED_AL = "expected_acceptance_length"
+_SUMMED = ("num_preemptions", "preempted_requests", "decode_only_steps", "python_iterations")
+
+
+def check_rounds(exp: Experiment) -> int:
+    """The spec's rounds, checked against its workload (one line naming the field if not)."""
+    r, n = exp.workload.rounds, exp.workload.num_prompts
+    if r > n:
+        raise SpecError(exp.source, "workload.rounds", f"expected at most num_prompts ({n}), got {r}")
+    if r > 1 and exp.engine.dp > 1:
+        raise SpecError(exp.source, "workload.rounds", "expected 0 or 1 with engine.dp > 1 (rounds "
+                        "are the in-process reference engine's, one engine)")
+    return max(r, 1)
+
+
+def simulate_rounds(exp: Experiment, policy: str, progress: Progress | None = None,
+                    calibration: Calibration | None = None, records: bool = True,
+                    adjust: Callable[[Simulator], None] | None = None) -> Result:
+    """One policy over the spec's rounds, each chunk its own run, pooled as run-real pools."""
+    from mtpsim import rounds as rounds_mod
+    from mtpsim.sim.simulator import Simulator
+
+    r, n = check_rounds(exp), exp.workload.num_prompts
+    parts: list[Result] = []
+    for i, chunk in enumerate(rounds_mod.chunks(n, r)):
+        sim = Simulator(exp, policy, None, calibration, True, requests=chunk)
+        if adjust is not None:
+            adjust(sim)
+        res = sim.run()
+        res.extra["round"] = {"index": i, "of": r, "requests": [chunk.start, chunk.stop]}
+        parts.append(res)
+        if progress is not None:
+            progress(chunk.stop, n)
+    pooled = rounds_mod.pool(parts)
+    extra = pooled.extra
+    for key in _SUMMED:
+        if all(key in p.extra for p in parts):
+            extra[key] = sum(p.extra[key] for p in parts)
+    drafts = [float(p.get("spec_decode_num_drafts") or 0) for p in parts]
+    if all(EXPECTED_AL in p.extra for p in parts):  # draft-weighted, as the pooled counters are
+        gained = sum((p.extra[EXPECTED_AL] - 1.0) * d for p, d in zip(parts, drafts, strict=True))
+        extra[EXPECTED_AL] = 1.0 + gained / max(sum(drafts), 1.0)
+    queued = [(p.extra["mean_queue_ms"], len(p.requests or [])) for p in parts if "mean_queue_ms" in p.extra]
+    if len(queued) == len(parts):
+        extra["mean_queue_ms"] = sum(q * m for q, m in queued) / max(sum(m for _, m in queued), 1)
+        extra["median_queue_ms"] = max(p.extra["median_queue_ms"] for p in parts)  # an upper bound
+    peaks = [p.extra.get("kv_cache_peak_pct") for p in parts]
+    extra["kv_cache_peak_pct"] = None if None in peaks else max(peaks)
+    if exp.k == 0:  # plain decoding: one token per step, as a stream's result says
+        pooled.metrics["spec_decode_acceptance_length"] = 1.0
+        pooled.metrics.pop("spec_decode_acceptance_rate", None)
+    return pooled if records else replace(pooled, requests=None, spec={})
