@@ -61,6 +61,13 @@ def compare(cal, traces, boot: int = 1000, seed: int = 0) -> dict:
             means = s[picks].sum(1) / np.maximum(n[picks].sum(1), 1)
             per_pos[str(i)] = {"mean": float(s.sum() / n.sum()), "events": int(n.sum()),
                                "ci95": np.percentile(means, [2.5, 97.5]).tolist()}
+        # every position at once (each event weighs the same): the v11 decision reads this
+        idx = np.searchsorted(reqs, d["req"])
+        s = np.bincount(idx, weights=diff, minlength=len(reqs))
+        n = np.bincount(idx, minlength=len(reqs)).astype(float)
+        means = s[picks].sum(1) / np.maximum(n[picks].sum(1), 1)
+        per_pos["all"] = {"mean": float(s.sum() / n.sum()), "events": int(n.sum()),
+                          "ci95": np.percentile(means, [2.5, 97.5]).tolist()}
         out["forms"][form] = per_pos
     return out
 
