@@ -10,7 +10,9 @@ plus the indexer key of every indexer layer (132 B), MTP layers included when th
 (mtpsim.models.roofline `CostModel.kv_bytes_per_token`). MLA's latent is not split by TP: every
 rank of an engine holds it whole, so the token capacity is one GPU's. Everything but weights and
 KV (activations, graphs, communication buffers) is `engine.non_kv_memory_gib`, an assumption
-(vLLM measures it; mtpsim cannot).
+(vLLM measures it; mtpsim cannot). A family with linear-attention layers (mtpsim.models.families)
+also holds a recurrent state per request, whatever its length: `engine.max_num_seqs` requests'
+states are set aside before the blocks are counted (vLLM pages them with the KV cache; assumed).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class KvCacheSize:
     bytes_per_token: float
     weights: float
     budget: float  # gpu_memory_utilization x HBM
+    states: float = 0.0  # linear-attention states of max_num_seqs requests
 
     @property
     def tokens(self) -> int:
@@ -50,8 +53,11 @@ def kv_cache_size(exp: Experiment) -> KvCacheSize:
     weights = cm.weight_bytes_per_gpu()
     per_token = cm.kv_bytes_per_token()
     free = budget - weights - e.non_kv_memory_gib * 2**30
+    states = e.max_num_seqs * cm.state_bytes_per_request()
+    if states:
+        free = free - states
     blocks = max(0, int(free // (per_token * e.block_size)))
-    return KvCacheSize(blocks, e.block_size, per_token, weights, budget)
+    return KvCacheSize(blocks, e.block_size, per_token, weights, budget, states)
 
 
 def request_tokens(exp: Experiment, input_len: float, output_len: float) -> float:
@@ -68,10 +74,12 @@ def check_fits(exp: Experiment, source: str | None = None) -> KvCacheSize:
     kv = kv_cache_size(exp)
     src = source or exp.source
     e = exp.engine
-    if kv.weights + e.non_kv_memory_gib * 2**30 >= kv.budget:
+    if kv.weights + e.non_kv_memory_gib * 2**30 + kv.states >= kv.budget:
         raise SpecError(src, "engine.tp", f"expected enough GPUs for the weights: "
                         f"{kv.weights / 2**30:.0f} GiB per GPU at tp={e.tp} plus "
-                        f"{e.non_kv_memory_gib:g} GiB of engine.non_kv_memory_gib exceeds "
+                        f"{e.non_kv_memory_gib:g} GiB of engine.non_kv_memory_gib"
+                        + (f" and {kv.states / 2**30:.1f} GiB of linear-attention states"
+                           if kv.states else "") + " exceeds "
                         f"{kv.budget / 2**30:.0f} GiB (hardware.memory_gib x gpu_memory_utilization)")
     w = exp.workload
     longest = request_tokens(exp, _longest(w.input_len, w.input_len_distribution, w.input_len_spread),

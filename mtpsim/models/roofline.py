@@ -8,6 +8,9 @@ bytes / (NVLink * comm_efficiency) + a fixed latency; each step adds `overhead_m
 `eager_overhead_ms` when it runs outside CUDA graphs). Quantities are per GPU. The equations and
 their assumptions are written out in docs/simulator.md.
 
+What the layers are comes from the model's family (mtpsim.models.families): the roofline prices
+each layer kind once and multiplies by the family's count of it (`Stack`).
+
 A `StepShape` (mtpsim.models.cost) describes a batch; its fields may be numpy arrays over
 consecutive steps (bulk advance), so one call prices many steps at once. Parameters: the spec's
 `[calibration]` efficiency factors and overheads, over the model and hardware presets.
@@ -15,16 +18,23 @@ consecutive steps (bulk advance), so one call prices many steps at once. Paramet
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from mtpsim.models.cost import Num, StepShape
+from mtpsim.models.families import Stack, family_of
+from mtpsim.models.families.layers import (
+    LINEAR_CHUNK,
+    gemm_shapes,
+    layer_params,
+    linear_flops,
+    linear_state_bytes,
+)
 from mtpsim.policies import traits
 from mtpsim.result import PHASES
-from mtpsim.spec import Experiment, ModelSpec
+from mtpsim.spec import Experiment
 
 # bytes per parameter: (routed/shared experts, other linear layers); embeddings are bf16.
 # nvfp4: 4-bit values + one fp8 scale per 16; mxfp4: 4-bit values + one 8-bit (E8M0) scale per 32.
@@ -35,7 +45,7 @@ EAGER_SHARE = {"none": (1.0, 1.0), "piecewise": (0.5, 0.5), "full_decode_only": 
                "full": (0.0, 0.0), "full_and_piecewise": (0.5, 0.0)}
 # kernels per layer of each group (sets the small-batch floor)
 KERNELS = {"attn_gemm": 5, "dense_mlp": 2, "moe": 4, "indexer_gemm": 2, "attention": 2,
-           "indexer": 2, "topk": 1, "norm": 3}
+           "indexer": 2, "topk": 1, "norm": 3, "linear_gemm": 4, "linear_attn": 2}
 SAMPLING_KERNELS = 4
 # The top-k over a query's L indexer logits (fp32) is a radix select: 32-bit keys, 8-bit digits,
 # so 4 histogram passes over the row after the logits kernel writes it (assumed; vLLM PR #33680's
@@ -83,12 +93,13 @@ class CostModel:
     _shapes: dict = field(init=False, repr=False, compare=False)
     _wbytes: dict = field(init=False, repr=False, compare=False)
     _compute: dict = field(init=False, repr=False, compare=False)
+    _stack: Stack = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         hw, c = self.exp.hardware, self.exp.calibration
         peaks = {"bf16": hw.bf16_tflops, "fp8": hw.fp8_tflops, "fp4": hw.fp4_tflops,
                  "mxfp4": hw.mxfp4_tflops}
-        for name, value in (("_tp", self.exp.engine.tp), ("_p", _model_params(self.exp.model)),
+        for name, value in (("_tp", self.exp.engine.tp), ("_p", layer_params(self.exp.model)),
                             ("_rates", {d: peak * 1e12 * c.compute_efficiency
                                         for d, peak in peaks.items()}),
                             ("_hbm", hw.hbm_tbps * 1e12 * c.mem_efficiency),
@@ -102,6 +113,7 @@ class CostModel:
         object.__setattr__(self, "_wbytes", {lin: b_lin, "expert": b_exp})
         object.__setattr__(self, "_compute", {lin: lin, "expert": exp_dtype})
         object.__setattr__(self, "_shapes", gemm_shapes(m, self.exp.engine.tp, lin))
+        object.__setattr__(self, "_stack", family_of(m).stack(m))
 
     # ---- derived constants -------------------------------------------------------------------
     def _params(self) -> dict[str, float]:
@@ -117,28 +129,41 @@ class CostModel:
         m, p, tp = self.exp.model, self._params(), self._tp
         b_exp, b_lin = WEIGHT_BYTES[m.quantization]
         mtp = self._mtp_layers()
-        layers = m.num_layers + mtp
-        moe = m.num_layers - m.num_dense_layers + mtp
-        return (self._layered_weights(layers, moe, mtp, b_exp, b_lin) / self.exp.engine.pp
+        return (self._layered_weights(mtp, b_exp, b_lin) / self.exp.engine.pp
                 + 2 * p["embed"] / tp * 2)
 
-    def _layered_weights(self, layers: int, moe: int, mtp: int, b_exp: float,
-                         b_lin: float) -> float:
-        m, p, tp = self.exp.model, self._params(), self._tp
-        return (layers * (p["attn_rep"] + p["attn_sh"] / tp) * b_lin
-                + (m.num_indexer_layers + mtp) * p["indexer"] * b_lin
-                + m.num_dense_layers * p["dense"] / tp * b_lin
-                + moe * ((m.num_routed_experts / self._dp + m.num_shared_experts) * p["expert"]
-                         / tp * b_exp + p["router"] * 2)
-                + mtp * p["eh_proj"] * b_lin)
+    def _layered_weights(self, mtp: int, b_exp: float, b_lin: float) -> float:
+        """Every layer's weights on one GPU: the family's layers of each kind and `mtp` MTP
+        layers (MLA + DSA + MoE, and the eh_proj)."""
+        m, p, tp, st = self.exp.model, self._params(), self._tp, self._stack
+        w = ((st.mla + mtp) * (p["attn_rep"] + p["attn_sh"] / tp) * b_lin
+             + (st.indexer + mtp) * p["indexer"] * b_lin
+             + st.dense * p["dense"] / tp * b_lin
+             + (st.moe + mtp) * ((m.num_routed_experts / self._dp + m.num_shared_experts)
+                                 * p["expert"] / tp * b_exp + p["router"] * 2)
+             + mtp * p["eh_proj"] * b_lin)
+        if st.linear:
+            w = w + st.linear * (p["linear_rep"] + p["linear_sh"] / tp) * b_lin
+        return w
 
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes of one token on one GPU: the MLA latent of every attention layer and
         the indexer keys of every indexer layer (MTP layers included when they run); MLA's
         latent is not split by TP (each rank holds it whole), pipeline stages split the layers."""
-        m, mtp = self.exp.model, self._mtp_layers()
-        return ((m.num_layers + mtp) * m.kv_bytes_per_token
-                + (m.num_indexer_layers + mtp) * m.indexer_bytes_per_token) / self.exp.engine.pp
+        m, mtp, st = self.exp.model, self._mtp_layers(), self._stack
+        return ((st.mla + mtp) * m.kv_bytes_per_token
+                + (st.indexer + mtp) * m.indexer_bytes_per_token) / self.exp.engine.pp
+
+    def state_bytes_per_request(self) -> float:
+        """Recurrent-state bytes one request holds on one GPU (its linear-attention layers, heads
+        split by TP): k + 1 slots per layer, as vLLM 0.33.0 keeps one state per speculative
+        position to roll rejected drafts back (`spec_state_indices_tensor` [batch, num_spec + 1]
+        in v1/attention/backends/gdn_attn.py); 0 for a family without linear attention."""
+        st = self._stack
+        if not st.linear:
+            return 0.0
+        return (st.linear * linear_state_bytes(self.exp.model) / self._tp * (self.exp.k + 1)
+                / self.exp.engine.pp)
 
     # ---- kernel groups -----------------------------------------------------------------------
     def _roof(self, nbytes: Num, flops_time: Num, kernels: float) -> Num:
@@ -340,6 +365,23 @@ class CostModel:
         nbytes = n_layers * tokens * ELEMENTWISE_HIDDEN_BYTES * self.exp.model.hidden_size
         return nbytes / self._hbm * (tokens > 0)
 
+    def _linear_attention(self, n_layers: int, tokens: Num, requests: Num, ptokens: Num) -> Num:
+        """`n_layers` linear-attention layers (heads split by TP) over `tokens` tokens: their
+        projections, and the recurrent mixing, whose cost is per token whatever the context.
+        Each of `requests` decoding requests reads its state once and writes one per verified
+        token (a slot per speculative position); `ptokens` prompt tokens run chunkwise, the state
+        read and written once per LINEAR_CHUNK tokens."""
+        m, tp = self.exp.model, self._tp
+        state = linear_state_bytes(m) / tp
+        nbytes = n_layers * state * (requests * (1 + self.exp.k + 1) + 2 * ptokens / LINEAR_CHUNK)
+        flops = n_layers * ((tokens - ptokens) * linear_flops(m, False)
+                            + ptokens * linear_flops(m, True)) / tp
+        mixing = self._roof(nbytes, flops / self._rate("bf16"), n_layers * KERNELS["linear_attn"])
+        proj = n_layers * self._linears(tokens, self._shapes["linear_attn"], 1.0)
+        floor = n_layers * KERNELS["linear_gemm"] * self._floor_us * 1e-6
+        proj = np.maximum(proj, floor) if isinstance(proj, np.ndarray) else max(proj, floor)
+        return (proj + mixing) * (tokens > 0)
+
     def _head(self, rows: Num) -> Num:
         """Vocab-parallel LM head (bf16) over `rows` positions, then sampling over the vocab."""
         m, tp = self.exp.model, self._tp
@@ -352,48 +394,53 @@ class CostModel:
         return self._roof(nbytes, 0.0, SAMPLING_KERNELS) * (rows > 0)
 
     def _target(self, tokens: Num, keys: Num, pairs: Num, reads: Num, rows: Num,
-                pkeys: Num = 0.0, preads: Num = 0.0) -> Num:
+                pkeys: Num = 0.0, preads: Num = 0.0, requests: Num = 0.0,
+                ptokens: Num = 0.0) -> Num:
         """The target over `tokens` tokens: `keys` are the decode queries' sparse-attention
-        keys, `pkeys` / `preads` the prompt chunks' keys and context read."""
-        m = self.exp.model
-        attention = self._attention(m.num_layers, keys)
+        keys, `pkeys` / `preads` the prompt chunks' keys and context read; `requests` decoding
+        requests and `ptokens` prompt tokens for the linear-attention layers' states."""
+        st = self._stack
+        attention = self._attention(st.mla, keys)
         if np.any(pkeys):
-            attention = attention + self._prefill_attention(m.num_layers, pkeys, preads)
-        return (self._gemms(tokens, m.num_layers, m.num_dense_layers,
-                            m.num_layers - m.num_dense_layers, m.num_indexer_layers)
-                + attention
-                + self._indexer(m.num_indexer_layers, pairs, reads)
-                + self._allreduce(m.num_layers, tokens, m.num_layers - m.num_dense_layers)
-                + self._elementwise(m.num_layers, tokens)
-                + self._head(rows))
+            attention = attention + self._prefill_attention(st.mla, pkeys, preads)
+        total = (self._gemms(tokens, st.mla, st.dense, st.moe, st.indexer)
+                 + attention
+                 + self._indexer(st.indexer, pairs, reads)
+                 + self._allreduce(st.layers, tokens, st.moe)
+                 + self._elementwise(st.layers, tokens)
+                 + self._head(rows))
+        if st.linear:
+            total = total + self._linear_attention(st.linear, tokens, requests, ptokens)
+        return total
 
     def prefill_parts(self, tokens: int, start: int = 0) -> dict[str, float]:
         """Seconds per part of one target prefill chunk of `tokens` prompt tokens at positions
         [start, start + tokens), alone in its step: the breakdown `simulate` tables."""
-        m, tk = self.exp.model, self.exp.index_topk
+        m, tk, st = self.exp.model, self.exp.index_topk, self._stack
         end = start + tokens
         full = max(0, min(end, tk) - start)  # positions that see fewer than top-k keys
         keys = (sum(range(start + 1, start + full + 1)) if full else 0) + (tokens - full) * tk
         pairs = (start + 1 + end) * tokens / 2 / self._row_shards()
-        n_moe = m.num_layers - m.num_dense_layers
-        linear = self._gemms(tokens, m.num_layers, m.num_dense_layers, 0, m.num_indexer_layers)
-        moe = self._gemms(tokens, 0, 0, n_moe, 0)
-        logits = self._roof(m.num_indexer_layers * (end * m.indexer_bytes_per_token + pairs * 4),
-                            m.num_indexer_layers * pairs * 2 * m.index_n_heads * m.index_head_dim
-                            / self._rate("fp8"), m.num_indexer_layers * KERNELS["indexer"])
-        topk = self._roof(m.num_indexer_layers * pairs * 4 * TOPK_PASSES, 0.0,
-                          m.num_indexer_layers * KERNELS["topk"])
-        return {"linear layers (attention projections, dense MLP, indexer)": linear,
-                "MoE experts (grouped GEMMs)": moe,
-                "sparse MLA attention": self._prefill_attention(m.num_layers, keys, end),
-                "indexer logits (q·k over all earlier keys)": logits,
-                "top-k selection": topk,
-                "TP all-reduce + top-k all-gather": (self._allreduce(m.num_layers, tokens)
-                                                     + self._topk_gather(m.num_indexer_layers,
-                                                                         tokens)),
-                "norms, residuals, quantization, MoE combine": self._elementwise(m.num_layers,
-                                                                                  tokens),
-                "LM head + sampling (last chunk)": self._head(1)}
+        linear = self._gemms(tokens, st.mla, st.dense, 0, st.indexer)
+        moe = self._gemms(tokens, 0, 0, st.moe, 0)
+        logits = self._roof(st.indexer * (end * m.indexer_bytes_per_token + pairs * 4),
+                            st.indexer * pairs * 2 * m.index_n_heads * m.index_head_dim
+                            / self._rate("fp8"), st.indexer * KERNELS["indexer"])
+        topk = self._roof(st.indexer * pairs * 4 * TOPK_PASSES, 0.0, st.indexer * KERNELS["topk"])
+        parts = {"linear layers (attention projections, dense MLP, indexer)": linear,
+                 "MoE experts (grouped GEMMs)": moe,
+                 "sparse MLA attention": self._prefill_attention(st.mla, keys, end),
+                 "indexer logits (q·k over all earlier keys)": logits,
+                 "top-k selection": topk,
+                 "TP all-reduce + top-k all-gather": (self._allreduce(st.layers, tokens)
+                                                      + self._topk_gather(st.indexer, tokens)),
+                 "norms, residuals, quantization, MoE combine": self._elementwise(st.layers,
+                                                                                   tokens),
+                 "LM head + sampling (last chunk)": self._head(1)}
+        if st.linear:
+            parts["linear attention (projections, chunked state update)"] = \
+                self._linear_attention(st.linear, tokens, 0.0, tokens)
+        return parts
 
     # ---- one step ----------------------------------------------------------------------------
     def step(self, s: StepShape) -> dict[str, np.ndarray]:
@@ -405,15 +452,16 @@ class CostModel:
         own_indexer = t.runs_indexer(0)
         # target forward: verification of k+1 tokens per decoding request, plus prompt chunks
         v_tok = s.num_decode * q
-        verify = self._target(v_tok, q * s.decode_keys, q * s.decode_ctx, s.decode_ctx, v_tok)
+        verify = self._target(v_tok, q * s.decode_keys, q * s.decode_ctx, s.decode_ctx, v_tok,
+                              requests=s.num_decode)
         shards = self._row_shards()
         if np.any(s.prefill_tokens):  # exactly 0 at steps without prefill (x + 0 == x)
             both = self._target(v_tok + s.prefill_tokens, q * s.decode_keys,
                                 q * s.decode_ctx + s.prefill_pairs / shards,
                                 s.decode_ctx + s.prefill_reads, v_tok + s.prefill_done,
-                                s.prefill_keys, s.prefill_reads)
+                                s.prefill_keys, s.prefill_reads, s.num_decode, s.prefill_tokens)
             prefill = (both - verify
-                       + self._topk_gather(m.num_indexer_layers, s.prefill_tokens))
+                       + self._topk_gather(self._stack.indexer, s.prefill_tokens))
         else:
             prefill = 0.0 * verify
         if k == 0:  # plain decoding: no MTP layer runs, only the target and its sampling
@@ -510,41 +558,3 @@ def moe_padded_rows(rows: Num, experts: Num, tokens: Num) -> Num:
         return np.maximum(experts * block, rows + experts * block / 2)
     block = MOE_BLOCK_M_SMALL if tokens <= MOE_SMALL_BATCH else MOE_BLOCK_M
     return max(experts * block, rows + experts * block / 2)
-
-
-def gemm_shapes(m: ModelSpec, tp: int, lin: str) -> dict[str, tuple]:
-    """(K, N, kind) of each GEMM of one layer on one GPU under tensor parallelism `tp`: MLA's
-    down projections and the indexer are replicated, the head-sharded projections and the
-    (experts') MLPs are split `tp` ways. Their parameters add up to `_model_params`."""
-    h, nh = m.hidden_size, m.num_heads
-    mi, inter = m.moe_intermediate_size, m.intermediate_size
-    return {
-        "lin": lin,
-        "attn": ((h, m.q_lora_rank, lin), (h, m.kv_lora_rank + m.qk_rope_head_dim, lin),
-                 (m.q_lora_rank, nh * (m.qk_nope_head_dim + m.qk_rope_head_dim) / tp, lin),
-                 (m.kv_lora_rank, nh * (m.qk_nope_head_dim + m.v_head_dim) / tp, lin),
-                 (nh * m.v_head_dim / tp, h, lin)),
-        "indexer": ((m.q_lora_rank, m.index_n_heads * m.index_head_dim, lin),
-                    (h, m.index_head_dim, lin), (h, m.index_n_heads, lin)),
-        "dense": ((h, 2 * inter / tp, lin), (inter / tp, h, lin)),
-        "expert": ((h, 2 * mi / tp, "expert"), (mi / tp, h, "expert")),
-    }
-
-
-@functools.lru_cache(maxsize=16)
-def _model_params(m: ModelSpec) -> dict[str, float]:
-    """Parameter counts of one layer's weight groups (the whole model for `embed`)."""
-    h, nh = m.hidden_size, m.num_heads
-    return {
-        "attn_rep": h * m.q_lora_rank + h * (m.kv_lora_rank + m.qk_rope_head_dim),
-        "attn_sh": (m.q_lora_rank * nh * (m.qk_nope_head_dim + m.qk_rope_head_dim)
-                    + m.kv_lora_rank * nh * (m.qk_nope_head_dim + m.v_head_dim)
-                    + nh * m.v_head_dim * h),
-        "indexer": (m.q_lora_rank * m.index_n_heads * m.index_head_dim
-                    + h * m.index_head_dim + h * m.index_n_heads),
-        "dense": 3 * h * m.intermediate_size,
-        "expert": 3 * h * m.moe_intermediate_size,
-        "router": h * m.num_routed_experts,
-        "embed": m.vocab_size * h,
-        "eh_proj": 2 * h * h,
-    }

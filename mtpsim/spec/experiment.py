@@ -13,6 +13,7 @@ from typing import Any
 from mtpsim.errors import SpecError
 from mtpsim.inputs import MAX_NESTING, MiB, check_nesting, read_text
 from mtpsim.metrics import conditional_to_marginal, marginal_to_conditional
+from mtpsim.models.families import family_of
 from mtpsim.policies import NO_MTP, POLICIES
 from mtpsim.spec.fields import build_section
 from mtpsim.spec.sections import (
@@ -268,6 +269,8 @@ def _check_across_sections(exp: Experiment, source: str,
             raise SpecError(src("model", key), f"model.{key}",
                             f"expected at most model.num_layers ({m.num_layers}), "
                             f"got {getattr(m, key)}")
+    if (bad := family_of(m).check(m)) is not None:
+        raise SpecError(src("model", bad[0]), f"model.{bad[0]}", bad[1])
     if m.num_experts_per_tok > m.num_routed_experts:
         raise SpecError(src("model", "num_experts_per_tok"), "model.num_experts_per_tok",
                         f"expected at most model.num_routed_experts ({m.num_routed_experts})")

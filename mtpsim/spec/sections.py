@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from mtpsim.models.families import FAMILIES
 from mtpsim.models.penalty import DEFAULT_PENALTY, PENALTIES
 from mtpsim.spec.fields import (
     at_least,
@@ -37,6 +38,9 @@ class ModelSpec:
 
     preset: str = option("deepseek-v3.2", "preset file under spec/presets/models ('' = none; "
                          "'reference' when engine.scheduler = 'reference')")
+    family: str = option("dsa_mla", "what the layers are (mtpsim.models.families): dsa_mla "
+                         "(every layer MLA + DSA) or hybrid_linear_dsa (linear attention with "
+                         "every full_attention_period-th layer MLA + DSA)", one_of(*FAMILIES))
     name: str = option("", "Hugging Face id that `vllm serve` loads")
     quantization: str = option("fp8", "weight format", one_of(*QUANTIZATIONS))
     num_layers: int = option(0, "decoder layers of the target (MTP layers excluded)", _pos)
@@ -61,6 +65,13 @@ class ModelSpec:
     num_mtp_layers: int = option(1, "MTP layers (each with its own indexer)", _pos)
     kv_bytes_per_token: int = option(656, "MLA KV-cache bytes per token per layer", _pos)
     indexer_bytes_per_token: int = option(132, "indexer key-cache bytes per token per layer", _pos)
+    full_attention_period: int = option(0, "hybrid_linear_dsa: layer i (from 1) is MLA + DSA "
+                                        "when a multiple of this or the last, else linear "
+                                        "attention", _nonneg)
+    linear_num_heads: int = option(0, "linear-attention heads (hybrid_linear_dsa)", _nonneg)
+    linear_head_dim: int = option(0, "linear-attention head dims (state: heads x dim x dim fp32)",
+                                  _nonneg)
+    linear_conv_kernel: int = option(4, "linear attention's short convolution width", _pos)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,24 @@
+"""DeepSeek-V3.2's family (deepseek_v32; GLM-5.2's glm_moe_dsa too): every layer MLA with DSA
+sparse attention; the first `num_dense_layers` have a dense FFN, the rest MoE. `num_indexer_layers`
+of them run their own lightning indexer (all 61 in DeepSeek-V3.2; 21 "full" of 78 in GLM-5.2,
+whose "shared" layers reuse the previous full layer's top-k), spread evenly over the stack."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mtpsim.models.families.base import Family
+from mtpsim.models.families.layers import DENSE, MLA, MOE, Layer
+
+if TYPE_CHECKING:
+    from mtpsim.spec import ModelSpec
+
+
+class DsaMla(Family):
+    name = "dsa_mla"
+
+    def layers(self, m: ModelSpec) -> tuple[Layer, ...]:
+        n, idx = m.num_layers, m.num_indexer_layers
+        # layer i runs an indexer when i * idx / n reaches a new integer: exactly idx of them
+        return tuple(Layer(MLA, i == 0 or i * idx // n != (i - 1) * idx // n,
+                           DENSE if i < m.num_dense_layers else MOE) for i in range(n))
