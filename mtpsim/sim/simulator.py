@@ -97,6 +97,14 @@ class Simulator:
             conc = None if conc is None else -(-conc // self.dp)
         self.reqs = RequestTable(inputs, outputs, self.k)
         self.shift = shift
+        # The API server takes requests one at a time before the engine sees them; the client
+        # times TTFT and latency from its own send (`_client_sends`). Modelled without a
+        # concurrency limit only (with one, sends wait for finishes and the queue stays short).
+        frontend = (calibration is None and conc is None
+                    and exp.calibration.frontend_ms_per_request > 0)
+        self._client_sends = sends if frontend else None
+        if frontend:
+            sends = frontend_queue(sends, exp.calibration.frontend_ms_per_request * 1e-3)
         self.client = Client(sends, conc)
         self.kv_size = None  # the KV cache's size (mtpsim.models.memory), when modelled
         e = exp.engine
@@ -108,7 +116,7 @@ class Simulator:
         self.log = StepLog({p: 0.0 for p in PHASES})
         # rate inf: every send waits only for a slot, so no decision needs seconds until the
         # end and the client counts in positions (steps run); else it counts seconds
-        self.deferred = math.isinf(w.request_rate)
+        self.deferred = math.isinf(w.request_rate) and self._client_sends is None
         self.finished = 0
 
     # ---- main loop ---------------------------------------------------------------------------
@@ -122,7 +130,7 @@ class Simulator:
             return self._result()
         while self.finished < n:
             for rid, s in self.client.send_until(self._now()):
-                self.reqs.send_at[rid] = s
+                self.reqs.send_at[rid] = s if self._client_sends is None else self._client_sends[rid]
                 self.sched.add(rid)
             if not self.sched.running and not self.sched.waiting:
                 self.clock.wait_until(self.client.next_send_s())
@@ -428,3 +436,14 @@ def simulate(exp: Experiment, policy: str, progress: Progress | None = None,
     if adjust is not None:
         adjust(sim)
     return sim.run()
+
+
+def frontend_queue(sends: np.ndarray, cost_s: float) -> np.ndarray:
+    """When the engine sees each request: one API server takes them in send order, `cost_s`
+    each (a FIFO single server: a_i = max(send_i, a_(i-1)) + cost)."""
+    out = np.empty_like(np.asarray(sends, float))
+    free = 0.0
+    for i, s in enumerate(sends):
+        free = max(float(s), free) + cost_s
+        out[i] = free
+    return out

@@ -250,6 +250,11 @@ class CalibrationSpec:
     host_us_per_request: float = option(40.0, "host CPU time per request in a step (scheduler, "
                                         "output update, input preparation), µs; hidden behind "
                                         "the GPU under async scheduling", in_range(0, 1e5))
+    frontend_ms_per_request: float = option(0.0, "API-server time per request before the engine "
+                                            "sees it (HTTP, chat template, tokenization, input "
+                                            "processing), ms; one server per DP rank takes them "
+                                            "in order; without max_concurrency only",
+                                            in_range(0, 1e4))
     moe_imbalance: float = option(1.3, "expert parallelism: the busiest GPU's routed tokens over "
                                   "the mean (1 = uniform routing)", in_range(1, 16))
     fit: tuple[str, ...] = option(("mem_efficiency", "compute_efficiency"),

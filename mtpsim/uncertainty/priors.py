@@ -80,6 +80,12 @@ PARAMS: dict[str, Param] = {
         "running request per step on a 2-core VM (docs/public-corpus.md, v3); input preparation "
         "and output serialization unmeasured, so up to 2x; drawn only where the work is serial",
         calibrated_by_file=True, only_with=("engine.async_scheduling", (False,))),
+    "frontend_ms_per_request": Param(
+        "calibration.frontend_ms_per_request", 0.0, 1e4, "loguniform(15, 30)",
+        "fitted on the training rows: the three vLLM TP8 ShareGPT rows at t = 0 (median TTFT "
+        "10.3-13.6 s) need 20-25 ms per request of one API server, admission together with the "
+        "output streaming it shares the process with; drawn only without max_concurrency",
+        calibrated_by_file=True, only_with=("workload.max_concurrency", (None,))),
     "moe_imbalance": Param(
         "calibration.moe_imbalance", 1.0, 16.0, "uniform(1.05, 1.8)",
         "assumed, wide: the busiest GPU's routed tokens over the mean under expert parallelism "
