@@ -59,6 +59,7 @@ def experiment_text(row: dict) -> str:
     flags = row["flags"]
     if "--max-num-batched-tokens" in flags:
         mbt = int(flags.split("--max-num-batched-tokens")[1].split()[0])
+    max_len = int(flags.split("--max-model-len")[1].split()[0]) if "--max-model-len" in flags else 0
     if "pr47352" in row["id"]:  # the PR's server flags (experiments/pr47352.toml)
         seqs, mbt, cudagraph = 64, 8192, "full_decode_only"
     name = "nvidia/DeepSeek-V3.2-NVFP4" if row["quantization"] == "nvfp4" else "deepseek-ai/DeepSeek-V3.2"
@@ -78,6 +79,7 @@ def experiment_text(row: dict) -> str:
         "", "[engine]", f"tp = {row['tp']}",
         *([f"dp = {row['dp']}", f"ep = {'true' if row['ep'] else 'false'}"] if row["dp"] > 1 else []),
         f"max_num_seqs = {seqs}",
+        *([f"max_model_len = {max_len}"] if max_len else []),
         f"max_num_batched_tokens = {mbt}", f'cudagraph_mode = "{cudagraph}"',
         *(["async_scheduling = false  # before vLLM 0.14.0's default"]
           if row["engine"] == "vllm" and row["engine_version"] in SERIAL_HOST_VERSIONS else []),
@@ -102,7 +104,27 @@ def experiment_text(row: dict) -> str:
         lines += ["", "[acceptance]",
                   f'dataset_class = "{"chat" if sharegpt else "random"}"  # rates: the PR\'s, '
                   "scaled by this class's prior"]
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    refusal = _refusal(text)
+    return text.replace("\n[model]", f"{REFUSED}{refusal}\n\n[model]", 1) if refusal else text
+
+
+REFUSED = "# mtpsim refuses it, as vLLM would refuse to start: "
+
+
+def _refusal(text: str) -> str:
+    """Why `simulate` would refuse this experiment (one line; '' when it runs)."""
+    import tomllib
+
+    from mtpsim.errors import SpecError
+    from mtpsim.models.memory import check_fits
+    from mtpsim.spec import experiment_from_dict
+
+    try:
+        check_fits(experiment_from_dict(tomllib.loads(text)))
+    except SpecError as e:
+        return str(e).split(": ", 1)[1]
+    return ""
 
 
 def write_experiments(rows: list[dict]) -> list[Path]:

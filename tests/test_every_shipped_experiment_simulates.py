@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 from mtpsim.cli import app
 from mtpsim.spec import load_experiment
 
+REFUSED = "# mtpsim refuses it, as vLLM would refuse to start: "
+
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 FILES = sorted(EXPERIMENTS.rglob("*.toml"))
 
@@ -32,6 +34,10 @@ def test_the_shipped_file_runs(path, tmp_path):
         assert json.loads(r.stdout)["rows"]
         return
     r = CliRunner().invoke(app, ["simulate", str(path), "--json", "--set", "workload.num_prompts=8"])
+    if REFUSED in path.read_text():  # a public row vLLM itself could not start: said in one line
+        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+        assert "Traceback" not in r.output and path.name in r.output
+        return
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert set(out["results"]) == set(load_experiment(path).policies)

@@ -16,10 +16,10 @@ from mtpsim.sim.scheduler import KvCache, Scheduler
 from mtpsim.spec import experiment_from_dict
 
 # 8 x H200 TP8 DeepSeek-V3.2 fp8 with a cache shrunk (non_kv_memory_gib) so that 300 requests
-# in flight outgrow it
+# in flight outgrow it (max_model_len short enough that vLLM would start with it)
 TIGHT = {"model": {"preset": "deepseek-v3.2"}, "hardware": {"preset": "h200"},
          "engine": {"tp": 8, "max_num_seqs": 512, "max_num_batched_tokens": 4096,
-                    "non_kv_memory_gib": 43.5},
+                    "non_kv_memory_gib": 43.5, "max_model_len": 4096},
          "speculative": {"num_speculative_tokens": 2}, "seed": 1,
          "workload": {"num_prompts": 300, "input_len": 400, "output_len": 300,
                       "input_len_distribution": "uniform", "input_len_spread": 0.5,

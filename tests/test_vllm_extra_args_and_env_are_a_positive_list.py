@@ -57,6 +57,8 @@ def test_flags_that_change_what_runs_or_where_it_listens_are_refused(extra):
     (("--compilation-config", "{}"), "vllm.compilation_mode"),
     (("--enable-prefix-caching",), "vllm.enable_prefix_caching"),
     (("--enforce-eager",), "engine.cudagraph_mode"), (("--seed", "3"), "set seed instead"),
+    (("--kv-cache-dtype", "fp8"), "engine.kv_cache_dtype"),
+    (("--max-model-len", "4096"), "engine.max_model_len"),
 ])
 def test_spec_owned_settings_name_the_field_to_set_instead(extra, field):
     msg = _refused(*extra)
@@ -64,10 +66,10 @@ def test_spec_owned_settings_name_the_field_to_set_instead(extra, field):
 
 
 def test_listed_tuning_flags_pass_after_the_runners_own():
-    argv = vllm_serve_argv(_exp(("-O3", "--kv-cache-dtype", "fp8", "--block-size", "64",
+    argv = vllm_serve_argv(_exp(("-O3", "--num-gpu-blocks-override", "64", "--block-size", "64",
                                  "--kernel-config.enable_flashinfer_autotune=False")),
                            "share", 8000, spec_fields=FIELDS)
-    assert argv[-6:] == ["-O3", "--kv-cache-dtype", "fp8", "--block-size", "64",
+    assert argv[-6:] == ["-O3", "--num-gpu-blocks-override", "64", "--block-size", "64",
                          "--kernel-config.enable_flashinfer_autotune=False"]
 
 

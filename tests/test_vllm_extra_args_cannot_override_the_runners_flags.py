@@ -64,7 +64,7 @@ def test_arguments_vllm_rejects_are_one_spec_error_naming_vllms_complaint():
 
 
 def test_other_extra_args_follow_the_runners_own():
-    argv = _argv("-O3", "--max-model-len", "16384", "--kernel-config.enable_flashinfer_autotune=False")
+    argv = _argv("-O3", "--block-size", "128", "--kernel-config.enable_flashinfer_autotune=False")
     assert argv[argv.index("--host") + 1] == HOST
-    assert argv[-4:] == ["-O3", "--max-model-len", "16384",
+    assert argv[-4:] == ["-O3", "--block-size", "128",
                          "--kernel-config.enable_flashinfer_autotune=False"]

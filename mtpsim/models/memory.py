@@ -5,14 +5,18 @@ vLLM 0.33.0 sizes the cache once at start-up: `v1/worker/gpu_worker.py`
 `Worker.determine_available_memory` (~line 641) takes `gpu_memory_utilization` x HBM minus what
 a profile run peaked at (weights, activations, CUDA graphs), and `v1/core/kv_cache_planning.py`
 `get_kv_cache_config_from_groups` (~line 681) divides it into `available // bytes_per_block`
-blocks. A token's bytes are the MLA latent of every attention layer (656 B in vLLM's fp8 layout)
-plus the indexer key of every indexer layer (132 B), MTP layers included when they run
-(mtpsim.models.roofline `CostModel.kv_bytes_per_token`). MLA's latent is not split by TP: every
-rank of an engine holds it whole, so the token capacity is one GPU's. Everything but weights and
-KV (activations, graphs, communication buffers) is `engine.non_kv_memory_gib`, an assumption
-(vLLM measures it; mtpsim cannot). A family with linear-attention layers (mtpsim.models.families)
-also holds a recurrent state per request, whatever its length: `engine.max_num_seqs` requests'
-states are set aside before the blocks are counted (vLLM pages them with the KV cache; assumed).
+blocks, one of which the block pool keeps as its null block (`v1/core/block_pool.py`). A token's
+bytes are the MLA latent of every attention layer (bf16 under vLLM's default for the FP8
+checkpoint, 1,152 B; 656 B in the fp8_ds_mla layout: mtpsim.models.roofline `kv_cache_dtype`) plus
+the indexer key of every indexer layer (132 B), MTP layers included when they run
+(`CostModel.kv_bytes_per_token`); docs/hardware.md, "Memory", works the figures through. MLA's
+latent is not split by TP: every rank of an engine holds it whole, so the token capacity is one
+GPU's. Everything but weights and KV (activations, graphs, communication buffers) is
+`engine.non_kv_memory_gib`, an assumption (vLLM measures it; mtpsim cannot). vLLM refuses to
+start when one request of max_model_len does not fit, and so does `check_fits`. A family with
+linear-attention layers (mtpsim.models.families) also holds a recurrent state per request,
+whatever its length: `engine.max_num_seqs` requests' states are set aside before the blocks are
+counted (vLLM pages them with the KV cache; assumed).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from mtpsim.errors import SpecError
 from mtpsim.models.roofline import CostModel
 from mtpsim.policies import BASELINE
 from mtpsim.spec import Experiment
+
+NULL_BLOCKS = 1  # vLLM's BlockPool holds one block back as the null block
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +62,7 @@ def kv_cache_size(exp: Experiment) -> KvCacheSize:
     states = e.max_num_seqs * cm.state_bytes_per_request()
     if states:
         free = free - states
-    blocks = max(0, int(free // (per_token * e.block_size)))
+    blocks = max(0, int(free // (per_token * e.block_size)) - NULL_BLOCKS)
     return KvCacheSize(blocks, e.block_size, per_token, weights, budget, states)
 
 
@@ -81,11 +87,31 @@ def check_fits(exp: Experiment, source: str | None = None) -> KvCacheSize:
                         + (f" and {kv.states / 2**30:.1f} GiB of linear-attention states"
                            if kv.states else "") + " exceeds "
                         f"{kv.budget / 2**30:.0f} GiB (hardware.memory_gib x gpu_memory_utilization)")
+    check_max_model_len(exp, kv, src)
     w = exp.workload
     longest = request_tokens(exp, _longest(w.input_len, w.input_len_distribution, w.input_len_spread),
                              _longest(w.output_len, w.output_len_distribution, w.output_len_spread))
     check_holds_one(exp, kv, longest, src)
     return kv
+
+
+def max_model_len(exp: Experiment) -> int:
+    """vLLM's max_model_len: the flag, else the model's configured context (0 = unknown)."""
+    return exp.engine.max_model_len or exp.model.max_position_embeddings
+
+
+def check_max_model_len(exp: Experiment, kv: KvCacheSize, source: str | None = None) -> None:
+    """vLLM refuses to start when the cache cannot hold one request of max_model_len tokens
+    (`v1/core/kv_cache_planning.py` `check_enough_kv_cache_memory`, the null block reserved)."""
+    longest = max_model_len(exp)
+    if longest and kv.blocks_for(longest) > kv.blocks:
+        raise SpecError(source or exp.source, "engine.max_model_len",
+                        f"expected a KV cache that holds one request of max_model_len = "
+                        f"{longest:,} tokens, as vLLM checks before it starts: that needs "
+                        f"{kv.blocks_for(longest):,} blocks of {kv.block_size}, the cache has "
+                        f"{kv.blocks:,} ({kv.tokens:,} tokens per GPU beside "
+                        f"{kv.weights / 2**30:.1f} GiB of weights at tp={exp.engine.tp}); set "
+                        f"engine.max_model_len lower or use more or larger GPUs")
 
 
 def check_holds_one(exp: Experiment, kv: KvCacheSize, tokens: float, source: str | None = None) -> None:

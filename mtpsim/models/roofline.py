@@ -40,6 +40,9 @@ from mtpsim.spec import Experiment
 # nvfp4: 4-bit values + one fp8 scale per 16; mxfp4: 4-bit values + one 8-bit (E8M0) scale per 32.
 WEIGHT_BYTES = {"bf16": (2.0, 2.0), "fp8": (1.0, 1.0), "nvfp4": (0.5625, 1.0),
                 "mxfp4": (0.53125, 1.0)}
+# fp8 checkpoints' weight_scale_inv: one fp32 per 128 x 128 block (quantization_config
+# weight_block_size [128, 128]), as a share of the fp8 bytes
+FP8_BLOCK_SCALE = 4 / (128 * 128)
 # cudagraph_mode -> (eager share of steps with prefill, eager share of pure-decode steps)
 EAGER_SHARE = {"none": (1.0, 1.0), "piecewise": (0.5, 0.5), "full_decode_only": (1.0, 0.0),
                "full": (0.0, 0.0), "full_and_piecewise": (0.5, 0.0)}
@@ -69,6 +72,27 @@ FP8_DECODE_HEADS = (64, 128)
 MOE_BLOCK_M_SMALL, MOE_BLOCK_M, MOE_SMALL_BATCH = 16, 64, 64
 
 
+def kv_cache_dtype(exp: Experiment) -> str:
+    """The MLA latent cache's dtype, as vLLM 0.33.0 resolves `--kv-cache-dtype auto`: the
+    checkpoint's KV scheme (`utils/torch_utils.py` `resolve_kv_cache_dtype_string`), else the
+    model dtype, bf16 (`model_executor/models/config.py` `DeepseekV32ForCausalLM` no longer maps
+    auto to fp8). deepseek-ai's FP8 checkpoint declares none, so its cache is bf16; the 4-bit
+    (ModelOpt) checkpoints are assumed to declare FP8. fp8 is the fp8_ds_mla layout."""
+    chosen = exp.engine.kv_cache_dtype
+    if chosen != "auto":
+        return chosen
+    return "fp8" if exp.model.quantization in ("nvfp4", "mxfp4") else "bfloat16"
+
+
+def mla_bytes_per_token(exp: Experiment) -> float:
+    """One layer's MLA cache bytes per token: the model's fp8_ds_mla record (656 B for
+    DeepSeek-V3.2: 512 fp8 + 4 fp32 scales + 64 bf16 RoPE), or the bf16 latent and RoPE."""
+    m = exp.model
+    if kv_cache_dtype(exp) == "fp8":
+        return float(m.kv_bytes_per_token)
+    return 2.0 * (m.kv_lora_rank + m.qk_rope_head_dim)
+
+
 def expert_dtype(quantization: str, mxfp4_tflops: float) -> str:
     """Tensor-core rate the routed experts' GEMMs run at. MXFP4 without MX tensor cores (Hopper,
     MI300X) is weight-only: vLLM dequantizes to bf16 inside the MoE kernel."""
@@ -94,6 +118,7 @@ class CostModel:
     _wbytes: dict = field(init=False, repr=False, compare=False)
     _compute: dict = field(init=False, repr=False, compare=False)
     _stack: Stack = field(init=False, repr=False, compare=False)
+    _mla: float = field(init=False, repr=False, compare=False)  # MLA cache bytes/token/layer
 
     def __post_init__(self) -> None:
         hw, c = self.exp.hardware, self.exp.calibration
@@ -114,6 +139,7 @@ class CostModel:
         object.__setattr__(self, "_compute", {lin: lin, "expert": exp_dtype})
         object.__setattr__(self, "_shapes", gemm_shapes(m, self.exp.engine.tp, lin))
         object.__setattr__(self, "_stack", family_of(m).stack(m))
+        object.__setattr__(self, "_mla", mla_bytes_per_token(self.exp))
 
     # ---- derived constants -------------------------------------------------------------------
     def _params(self) -> dict[str, float]:
@@ -124,20 +150,32 @@ class CostModel:
         return self.exp.model.num_mtp_layers if self.exp.k > 0 else 0
 
     def weight_bytes_per_gpu(self) -> float:
-        """Resident weights on one GPU (target + MTP layers); with `engine.pp` stages each GPU
-        holds its stage's share of the layers (the embeddings stay whole on their stage)."""
+        """Resident weights on one GPU after vLLM 0.33.0 loads them (target + MTP layers); with
+        `engine.pp` stages each GPU holds its stage's share of the layers (the embeddings stay
+        whole on their stage). Embedding and LM head are bf16 and vocab-parallel; the MTP
+        layer's copies of them are dropped for the target's (`llm_base_proposer.py`
+        `_maybe_share_embeddings`). See docs/hardware.md, "Memory"."""
         m, p, tp = self.exp.model, self._params(), self._tp
         b_exp, b_lin = WEIGHT_BYTES[m.quantization]
+        if b_lin == 1.0:  # fp8 linears carry an fp32 scale per 128 x 128 block
+            b_lin *= 1 + FP8_BLOCK_SCALE
+        if m.quantization == "fp8":
+            b_exp *= 1 + FP8_BLOCK_SCALE
         mtp = self._mtp_layers()
         return (self._layered_weights(mtp, b_exp, b_lin) / self.exp.engine.pp
                 + 2 * p["embed"] / tp * 2)
 
     def _layered_weights(self, mtp: int, b_exp: float, b_lin: float) -> float:
         """Every layer's weights on one GPU: the family's layers of each kind and `mtp` MTP
-        layers (MLA + DSA + MoE, and the eh_proj)."""
+        layers (MLA + DSA + MoE, and the eh_proj). MLA's q_a/kv_a projections and the indexer
+        are replicated, the rest TP-sharded. The indexer's wk and weights_proj are fused and
+        upcast to bf16 at load (`deepseek_v2.py` `Indexer`), and MLA keeps bf16 copies of
+        kv_b_proj's two halves (`mla_attention.py` W_UK_T, W_UV) beside kv_b_proj itself."""
         m, p, tp, st = self.exp.model, self._params(), self._tp, self._stack
-        w = ((st.mla + mtp) * (p["attn_rep"] + p["attn_sh"] / tp) * b_lin
-             + (st.indexer + mtp) * p["indexer"] * b_lin
+        idx_k = m.hidden_size * (m.index_head_dim + m.index_n_heads)
+        absorbed = m.kv_lora_rank * m.num_heads / tp * (m.qk_nope_head_dim + m.v_head_dim) * 2
+        w = ((st.mla + mtp) * ((p["attn_rep"] + p["attn_sh"] / tp) * b_lin + absorbed)
+             + (st.indexer + mtp) * ((p["indexer"] - idx_k) * b_lin + idx_k * 2)
              + st.dense * p["dense"] / tp * b_lin
              + (st.moe + mtp) * ((m.num_routed_experts / self._dp + m.num_shared_experts)
                                  * p["expert"] / tp * b_exp + p["router"] * 2)
@@ -151,7 +189,7 @@ class CostModel:
         the indexer keys of every indexer layer (MTP layers included when they run); MLA's
         latent is not split by TP (each rank holds it whole), pipeline stages split the layers."""
         m, mtp, st = self.exp.model, self._mtp_layers(), self._stack
-        return ((st.mla + mtp) * m.kv_bytes_per_token
+        return ((st.mla + mtp) * self._mla
                 + (st.indexer + mtp) * m.indexer_bytes_per_token) / self.exp.engine.pp
 
     def state_bytes_per_request(self) -> float:
@@ -290,7 +328,7 @@ class CostModel:
         layer and multiplies them with the kernel's padded heads (`_decode_heads`), so verify
         tokens cost FLOPs as well as bytes: at thousands of queries per step it is compute-bound."""
         m = self.exp.model
-        nbytes = n_layers * keys * m.kv_bytes_per_token
+        nbytes = n_layers * keys * self._mla
         flops = n_layers * keys * 2 * self._decode_heads() * (2 * m.kv_lora_rank
                                                               + m.qk_rope_head_dim)
         return self._roof(nbytes, flops / self._rate("bf16"),
@@ -310,11 +348,13 @@ class CostModel:
         per_key = 2 * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
         if heads < 32:
             padded = self._decode_heads()
-            nbytes = n_layers * keys * m.kv_bytes_per_token
+            nbytes = n_layers * keys * self._mla
         else:
             padded = math.ceil(heads / 64) * 64
             latent = (m.kv_lora_rank + m.qk_rope_head_dim) * 2
-            nbytes = n_layers * (reads * (m.kv_bytes_per_token + latent) + keys * latent)
+            # an fp8 cache is upconverted to the bf16 workspace first; a bf16 one is read as is
+            convert = reads * (self._mla + latent) if self._mla != latent else 0.0 * reads
+            nbytes = n_layers * (convert + keys * latent)
         flops = n_layers * keys * padded * per_key
         return self._roof(nbytes, flops / self._rate("bf16"),
                           n_layers * KERNELS["attention"]) * (keys > 0)

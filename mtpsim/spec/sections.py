@@ -18,6 +18,7 @@ from mtpsim.spec.fields import (
 )
 
 QUANTIZATIONS = ("bf16", "fp8", "nvfp4", "mxfp4")
+KV_CACHE_DTYPES = ("auto", "bfloat16", "fp8")
 TOPOLOGIES = ("switch", "mesh")
 DATASET_CLASSES = ("low_entropy", "code_math", "chat", "random")
 CUDAGRAPH_MODES = ("none", "piecewise", "full", "full_decode_only", "full_and_piecewise")
@@ -63,7 +64,9 @@ class ModelSpec:
     index_topk: int = option(0, "positions each query's sparse attention selects", _pos)
     num_indexer_layers: int = option(0, "target layers that run their own indexer", _pos)
     num_mtp_layers: int = option(1, "MTP layers (each with its own indexer)", _pos)
-    kv_bytes_per_token: int = option(656, "MLA KV-cache bytes per token per layer", _pos)
+    kv_bytes_per_token: int = option(656, "MLA KV-cache bytes per token per layer in vLLM's fp8 "
+                                     "layout (fp8_ds_mla); a bf16 cache holds (kv_lora_rank + "
+                                     "qk_rope_head_dim) x 2", _pos)
     indexer_bytes_per_token: int = option(132, "indexer key-cache bytes per token per layer", _pos)
     full_attention_period: int = option(0, "hybrid_linear_dsa: layer i (from 1) is MLA + DSA "
                                         "when a multiple of this or the last, else linear "
@@ -72,6 +75,8 @@ class ModelSpec:
     linear_head_dim: int = option(0, "linear-attention head dims (state: heads x dim x dim fp32)",
                                   _nonneg)
     linear_conv_kernel: int = option(4, "linear attention's short convolution width", _pos)
+    max_position_embeddings: int = option(0, "context the model is configured for: vLLM's "
+                                          "default max_model_len (0 = unknown)", _nonneg)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +139,13 @@ class EngineSpec:
     async_scheduling: bool = option(True, "vLLM --async-scheduling: the host schedules the next "
                                     "step while the GPU runs this one (default on since vLLM "
                                     "0.14.0; off, host work adds to every step)")
+    max_model_len: int = option(0, "vLLM --max-model-len (0 = model.max_position_embeddings); "
+                                "vLLM refuses to start unless the KV cache holds one request "
+                                "this long", in_range(0, _MAX_LEN))
+    kv_cache_dtype: str = option("auto", "vLLM --kv-cache-dtype: auto = the checkpoint's KV "
+                                 "scheme, else bf16 (fp8 and bf16 checkpoints: bf16 latent; "
+                                 "4-bit checkpoints: fp8, assumed); fp8 = fp8_ds_mla",
+                                 one_of(*KV_CACHE_DTYPES))
     pp: int = option(1, "pipeline-parallel size (dp x tp x pp GPUs, across nodes with "
                      "vllm.distributed_executor_backend = 'ray'; the simulator splits weights and "
                      "KV cache over the stages)", _pos)

@@ -59,6 +59,10 @@ def vllm_serve_argv(exp: Experiment, policy: str, port: int, *, trace: bool = Fa
         argv += ["--data-parallel-size", str(e.dp)]
     if e.ep:
         argv.append("--enable-expert-parallel")
+    if e.max_model_len:
+        argv += ["--max-model-len", str(e.max_model_len)]
+    if e.kv_cache_dtype != "auto":
+        argv += ["--kv-cache-dtype", e.kv_cache_dtype]
     if exp.vllm.distributed_executor_backend:
         argv += ["--distributed-executor-backend", exp.vllm.distributed_executor_backend]
     if trace:

@@ -44,6 +44,8 @@ SPEC_OWNED: dict[str, str] = {
     "tokenizer": "set model.name instead", "data_parallel_size_local": "set engine.dp instead",
     "spec_method": "from the policy and speculative.*", "spec_model": "from the policy",
     "spec_tokens": "set speculative.num_speculative_tokens instead",
+    "kv_cache_dtype": "set engine.kv_cache_dtype instead",
+    "max_model_len": "set engine.max_model_len instead",
 }
 # The positive list: what a user may add in [vllm] extra_args. Kernel, cache-layout, CUDA-graph
 # capture, loading and logging choices: they change how fast the same model runs, never which
@@ -53,7 +55,7 @@ USER_FLAGS: frozenset[str] = frozenset({
     "optimization_level", "kernel_config", "attention_backend", "attention_config",
     "moe_backend", "linear_backend", "sparse_indexer_topk_backend", "enable_flashinfer_autotune",
     "all2all_backend", "disable_custom_all_reduce", "disable_cascade_attn", "async_scheduling",
-    "kv_cache_dtype", "block_size", "max_model_len", "kv_cache_memory_bytes",
+    "block_size", "kv_cache_memory_bytes",
     "num_gpu_blocks_override", "cudagraph_capture_sizes", "max_cudagraph_capture_size",
     "max_parallel_loading_workers", "safetensors_load_strategy", "use_tqdm_on_load",
     "download_dir", "uvicorn_log_level", "disable_uvicorn_access_log", "enable_log_requests",
