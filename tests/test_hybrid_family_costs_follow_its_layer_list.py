@@ -10,7 +10,7 @@ from mtpsim.models.cost import StepShape
 from mtpsim.models.families import family_of
 from mtpsim.models.families.layers import LINEAR, MLA
 from mtpsim.models.memory import kv_cache_size
-from mtpsim.models.roofline import CostModel
+from mtpsim.models.roofline import CostModel, mla_bytes_per_token
 from mtpsim.sim.simulator import simulate
 from mtpsim.spec import experiment_from_dict
 
@@ -46,7 +46,7 @@ def test_only_mla_layers_hold_kv_and_indexer_keys_and_linear_layers_hold_a_fixed
     exp = _exp()
     cm = CostModel(exp, "fresh")
     m = exp.model
-    assert cm.kv_bytes_per_token() == (7 + 1) * (m.kv_bytes_per_token + m.indexer_bytes_per_token)
+    assert cm.kv_bytes_per_token() == (7 + 1) * (mla_bytes_per_token(exp) + m.indexer_bytes_per_token)
     # 20 layers x 32 heads x 128 x 128 fp32 (+ conv inputs) over TP2, one slot per verified token
     per_layer = 32 * 128 * 128 * 4 + 3 * 3 * 32 * 128 * 2
     assert cm.state_bytes_per_request() == 20 * per_layer / 2 * (exp.k + 1)
