@@ -220,8 +220,11 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
     phases_raw = rd.table(cost, "phases", "cost.")
     phases: dict[str, PhaseFit] = {}
     from mtpsim.models.cost import StepShape, cost_features
+    from mtpsim.models.families import Stack
 
-    known = cost_features(StepShape(), 1, 1)  # the features each phase can be priced on
+    # the features each phase can be priced on, with every layer kind present
+    known = cost_features(StepShape(), 1, 1, Stack(layers=2, mla=1, linear=1, indexer=1, dense=1,
+                                                   moe=1))
     for p in PHASES:
         ph = rd.table(phases_raw, p, "cost.phases.")
         where = f"cost.phases.{p}."

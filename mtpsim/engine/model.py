@@ -7,6 +7,9 @@ batch is `tokens [B, T]`, `input_pos [B, T]` (per-request positions) and `slots 
 The MTP layer's top-k source is switched by the vLLM-named methods of `TopkSharingModel`
 (`set_skip_topk`, `compact_topk_indices`, ...), which the reuse policies call from their hooks.
 `forward_train` is the cache-free training path (dense, indexer distillation, or sparse).
+Its layers are a dsa_mla family's (mtpsim.models.families): `ModelArgs.layers` lists them and
+`Block` builds the kinds this engine implements (sparse attention with its own indexer standing
+for MLA + DSA, a dense SwiGLU FFN); a layer of another kind (linear attention) is refused.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from mtpsim.engine.indexer import (
     select_topk,
     topk_mask,
 )
+from mtpsim.models.families.dsa_mla import dsa_mla_layers
+from mtpsim.models.families.layers import DENSE, MLA, Layer
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,15 @@ class ModelArgs:
 
     def to_dict(self) -> dict[str, int | float]:
         return asdict(self)
+
+    def layers(self) -> tuple[Layer, ...]:
+        """The decoder layers: every one attends sparsely with its own indexer, FFN dense."""
+        return dsa_mla_layers(self.n_layer, self.n_layer, self.n_layer)
+
+
+# The one layer kind this engine builds (its attention is multi-head, standing for MLA + DSA as
+# the `reference` model preset maps it; mtpsim/spec/presets/models/reference.toml).
+ENGINE_LAYER = Layer(MLA, True, DENSE)
 
 
 class RMSNorm(nn.Module):
@@ -206,8 +220,12 @@ class Attention(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, args: ModelArgs) -> None:
+    def __init__(self, args: ModelArgs, layer: Layer = ENGINE_LAYER) -> None:
         super().__init__()
+        if layer != ENGINE_LAYER:
+            raise ValueError(f"the reference engine builds {ENGINE_LAYER} blocks only, not {layer} "
+                             "(a linear-attention block would need its recurrent state rolled "
+                             "back for rejected drafts)")
         self.attention_norm = RMSNorm(args.dim, args.norm_eps)
         self.attention = Attention(args)
         self.ffn_norm = RMSNorm(args.dim, args.norm_eps)
@@ -335,7 +353,7 @@ class Transformer(nn.Module):
         super().__init__()
         self.args = args
         self.tok_embeddings = nn.Embedding(args.vocab_size, args.dim)
-        self.layers = nn.ModuleList(Block(args) for _ in range(args.n_layer))
+        self.layers = nn.ModuleList(Block(args, layer) for layer in args.layers())
         self.norm = RMSNorm(args.dim, args.norm_eps)
         self.output = nn.Linear(args.dim, args.vocab_size, bias=False)
         self.mtp = MTP(args)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from mtpsim.models.acceptance import AcceptanceModel, FittedAcceptance
 from mtpsim.models.cost import FittedCost
+from mtpsim.models.families import family_of
 from mtpsim.policies import BASELINE
 
 if TYPE_CHECKING:
@@ -57,10 +58,11 @@ def sim_models(exp: Experiment, policy: str,
         topk = int(seen[0])
     k = exp.k
     speed = probe_scale(exp, calibration)
+    stack = family_of(exp.model).stack(exp.model)
     return SimModels(FittedAcceptance(calibration, policy, k, topk, exp.acceptance.penalty),
-                     FittedCost(calibration, policy, k, topk, speed),
-                     None if policy == BASELINE else FittedCost(calibration, BASELINE, k, topk, speed),
-                     topk)
+                     FittedCost(calibration, policy, k, topk, speed, stack),
+                     None if policy == BASELINE
+                     else FittedCost(calibration, BASELINE, k, topk, speed, stack), topk)
 
 
 def probe_scale(exp: Experiment, calibration: Calibration) -> float:

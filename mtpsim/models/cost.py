@@ -5,6 +5,11 @@ and used to price simulated steps; plus the host gap between steps. Parameters: 
 
 `StepShape` is how the simulator describes one engine step's batch to either cost model (this
 one or mtpsim.models.roofline).
+
+The target phases' features follow the model family's layers (mtpsim.models.families): the
+indexer's per-pair features exist where its layers run an indexer, and linear-attention layers
+add a per-request state feature to verification (each decoding request's recurrent state read
+and written once per step, whatever its context).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mtpsim.models.families import Stack
 from mtpsim.policies import traits
 from mtpsim.result import PHASES
 
@@ -57,8 +63,11 @@ KEY_FEATURES: dict[str, tuple[str, str, str | None]] = {
     "draft_prefill": ("row_keys", "rows", "calls"), "draft_decode_rest": ("row_keys", "rows", "calls")}
 
 
-def cost_features(x: StepShape, k: int, topk: int) -> dict[str, dict[str, np.ndarray]]:
+def cost_features(x: StepShape, k: int, topk: int,
+                  stack: Stack | None = None) -> dict[str, dict[str, np.ndarray]]:
     """phase -> feature name -> value; a phase's seconds are a non-negative combination.
+    `stack`: the target's layer kinds (None: every layer MLA with its own indexer, as
+    DeepSeek-V3.2 and the reference engine).
 
     Rows that attend are priced twice: per row (projections, MLP: independent of top-k) and per
     row *and attended key* (`*_keys` = rows x top-k: the reference engine sorts, gathers and
@@ -89,6 +98,11 @@ def cost_features(x: StepShape, k: int, topk: int) -> dict[str, dict[str, np.nda
         "overhead": {"steps": np.ones_like(has_dec), "requests": x.num_decode,
                      "prompts": x.prefill_done},
     }
+    if stack is not None:
+        if not stack.indexer:  # no target layer scores keys (the MTP layer's indexer stays)
+            del f["prefill"]["pairs"], f["verify"]["ctx"]
+        if stack.linear:
+            f["verify"]["states"] = x.num_decode
     return {p: {n: np.asarray(v, float) for n, v in d.items()} for p, d in f.items()}
 
 
@@ -101,13 +115,14 @@ class FittedCost:
     k: int
     topk: int
     speed: float = 1.0  # duration scale: target machine's probe figure / the calibration's
+    stack: Stack | None = None  # the priced model's layer kinds (cost_features)
 
     def step(self, s: StepShape) -> dict[str, np.ndarray]:
         return self.priced(s)
 
     def priced(self, q: StepShape) -> dict[str, np.ndarray]:
         """Seconds per phase of steps with these quantities (a simulated step's, or a traced one's)."""
-        feats = cost_features(q, self.k, self.topk)
+        feats = cost_features(q, self.k, self.topk, self.stack)
         out: dict[str, np.ndarray] = {}
         for p in PHASES:
             fit = self.cal.cost.phases[p]

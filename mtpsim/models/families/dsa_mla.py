@@ -18,7 +18,11 @@ class DsaMla(Family):
     name = "dsa_mla"
 
     def layers(self, m: ModelSpec) -> tuple[Layer, ...]:
-        n, idx = m.num_layers, m.num_indexer_layers
-        # layer i runs an indexer when i * idx / n reaches a new integer: exactly idx of them
-        return tuple(Layer(MLA, i == 0 or i * idx // n != (i - 1) * idx // n,
-                           DENSE if i < m.num_dense_layers else MOE) for i in range(n))
+        return dsa_mla_layers(m.num_layers, m.num_dense_layers, m.num_indexer_layers)
+
+
+def dsa_mla_layers(n: int, dense: int, indexers: int) -> tuple[Layer, ...]:
+    """`n` MLA + DSA layers, the first `dense` with a dense FFN, `indexers` of them with their
+    own indexer (layer i has one when i * indexers / n reaches a new integer)."""
+    return tuple(Layer(MLA, i == 0 or i * indexers // n != (i - 1) * indexers // n,
+                       DENSE if i < dense else MOE) for i in range(n))
