@@ -33,6 +33,36 @@ class StdConsole:
             self._console, self._key = Console(stderr=self._stderr), key
         return self._console
 
+    def _stream(self) -> Any:
+        return sys.stderr if self._stderr else sys.stdout
+
+    @property
+    def is_terminal(self) -> bool:
+        from mtpsim.plainprint import is_terminal
+
+        tty = is_terminal(self._stream())
+        return self.current().is_terminal if tty is None else tty
+
+    @property
+    def width(self) -> int:
+        from mtpsim.plainprint import console_width, is_plain
+
+        width = console_width() if is_plain(self._stream()) else None
+        return self.current().width if width is None else width
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """rich's `Console.print`; a plain string or `plainprint.Table` going to a file is laid
+        out without importing rich's console (`mtpsim.plainprint`), as rich would lay it out."""
+        if len(objects) == 1 and set(kwargs) <= {"highlight", "markup", "emoji", "soft_wrap"}:
+            from mtpsim.plainprint import printed
+
+            text = printed(objects[0], self._stream(), **kwargs)
+            if text is not None:
+                self._stream().write(text)
+                self._stream().flush()
+                return
+        self.current().print(*objects, **kwargs)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.current(), name)
 

@@ -9,10 +9,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-from rich.text import Text
-
 from mtpsim.fileio import atomic_write_bytes
+from mtpsim.plainprint import Styled, Table
 from mtpsim.result import Result
 
 _BLOCKS = " ▏▎▍▌▋▊▉█"
@@ -46,7 +44,7 @@ def bar(fraction: float, width: int = 30) -> str:
 
 def acceptance_terminal(results: Mapping[str, Result], width: int = 30) -> Table:
     """Per-position acceptance (vLLM's marginal rates) per policy, as bars in a table."""
-    t = Table(title="Per-position acceptance", title_justify="left", box=None, pad_edge=False)
+    t = Table(title="Per-position acceptance", title_justify="left", box=False, pad_edge=False)
     t.add_column("Position")
     t.add_column("Policy")
     t.add_column("Rate", justify="right")
@@ -58,7 +56,7 @@ def acceptance_terminal(results: Mapping[str, Result], width: int = 30) -> Table
             rates = res.get("spec_decode_per_position_acceptance_rates") or []
             if i < len(rates):
                 t.add_row(str(i) if j == 0 else "", policy, f"{100 * rates[i]:.2f}%",
-                          Text(bar(rates[i], width), style=f"color({(j % 6) + 1})"))
+                          Styled(bar(rates[i], width), style=f"color({(j % 6) + 1})"))
     return t
 
 

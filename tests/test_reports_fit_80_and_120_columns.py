@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from typer.testing import CliRunner
 
+from mtpsim import plainprint
 from mtpsim.cli import app
 from mtpsim.report.fit import COMMAND, cell_text, fit, is_figure
 
@@ -29,15 +30,22 @@ FAST = ["--set", "workload.num_prompts=24"]
 
 @pytest.fixture
 def tables(monkeypatch):
-    """Every rich Table any console prints during the test."""
-    seen: list[Table] = []
-    original = Console.print
+    """Every table any console prints during the test: rich's, and the plain ones printed to a
+    file without rich (`mtpsim.plainprint`)."""
+    seen: list[Table | plainprint.Table] = []
+    original, original_printed = Console.print, plainprint.printed
 
     def recording(self, *objects, **kwargs):
         seen.extend(o for o in objects if isinstance(o, Table))
         return original(self, *objects, **kwargs)
 
+    def recording_printed(obj, *args, **kwargs):
+        if isinstance(obj, plainprint.Table):
+            seen.append(obj)
+        return original_printed(obj, *args, **kwargs)
+
     monkeypatch.setattr(Console, "print", recording)
+    monkeypatch.setattr(plainprint, "printed", recording_printed)
     return seen
 
 

@@ -8,11 +8,13 @@ import copy
 import dataclasses
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.measure import Measurement
-from rich.table import Column, Table
-from rich.text import Text
+from mtpsim import plainprint
+
+if TYPE_CHECKING:  # rich is imported where a table needs it (a plain one printed to a file does not)
+    from rich.console import Console
+    from rich.table import Column, Table
 
 _WORDS = 16  # the narrowest a column of words is made before the table is cut
 _NUMBER = re.compile(r"^[-+±\[\]()., %*0-9a-zµ/]*[0-9][-+±\[\]()., %*0-9a-zµ/]*$|^-$")
@@ -21,6 +23,10 @@ _ASIDE = re.compile(r"^(.+?) \((.+)\)$")  # "1.23 pts (-40 %)"
 
 
 def cell_text(cell: object) -> str:
+    if isinstance(cell, plainprint.Styled) or isinstance(cell, str) and plainprint.plain(cell):
+        return str(cell)  # what rich's markup would make of it
+    from rich.text import Text
+
     return cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
 
 
@@ -49,9 +55,23 @@ def _numeric(col: Column) -> bool:
     return bool(figures) and all(not c or is_figure(c) or " " not in c for c in cells)
 
 
-def width_of(table: Table, console: Console) -> int:
-    """The width `table` needs to print without wrapping anything (`console` must be wide)."""
+def width_of(table: Table | plainprint.Table, console: Console | None) -> int:
+    """The width `table` needs to print without wrapping anything (`console` must be wide;
+    None for a plain table, measured without rich)."""
+    if console is None:
+        width = table.width()
+        if width is not None:
+            return width
+        console = _wide()
+    from rich.measure import Measurement
+
     return Measurement.get(console, console.options, table).maximum
+
+
+def _wide() -> Console:
+    from rich.console import Console
+
+    return Console(width=100_000, color_system=None, force_terminal=False)
 
 
 def _subtable(table: Table, cols: list[Column], part: int, parts: int) -> Table:
@@ -75,7 +95,7 @@ def _blocks(cols: list[Column], group: int | Sequence[int]) -> list[list[Column]
     return out
 
 
-def fit(table: Table, width: int, keep: int = 1, group: int | Sequence[int] = 1) -> list[Table]:
+def fit(table: Any, width: int, keep: int = 1, group: int | Sequence[int] = 1) -> list[Any]:
     """`table` as one or more tables no wider than `width`. The first `keep` columns (row labels)
     are repeated in each; the others are moved in blocks of `group` columns (e.g. sim, measured,
     error), or of the sizes `group` lists in turn (e.g. (1, 1, 3): two figures, then a delta with
@@ -83,7 +103,11 @@ def fit(table: Table, width: int, keep: int = 1, group: int | Sequence[int] = 1)
     for col in table.columns:
         if _numeric(col):
             col.no_wrap = True
-    console = Console(width=100_000, color_system=None, force_terminal=False)
+    plain = isinstance(table, plainprint.Table) and table.width() is not None
+    if isinstance(table, plainprint.Table) and (not plain or width_of(table, None) > width and any(
+            not col.no_wrap for col in table.columns[keep:])):
+        table, plain = table.__rich__(), False  # a cell rich changes, or columns to wrap: rich lays it out
+    console = None if plain else _wide()
     blocks = _blocks(table.columns[keep:], group)
     if width_of(table, console) <= width or len(blocks) <= 1:
         return [table]
@@ -103,14 +127,14 @@ def fit(table: Table, width: int, keep: int = 1, group: int | Sequence[int] = 1)
     return [_subtable(table, head + c, i + 1, len(chunks)) for i, c in enumerate(chunks)]
 
 
-def print_table(console: Console, table: Table, keep: int = 1,
+def print_table(console: Any, table: Any, keep: int = 1,
                 group: int | Sequence[int] = 1) -> None:
     """Print `table` at the console's width, cut into column blocks when it would not fit."""
     for t in fit(table, console.width, keep, group):
         console.print(t)
 
 
-def footnote_dashes(table: Table, why: str) -> Table:
+def footnote_dashes(table: Any, why: str) -> Any:
     """Say what a "-" cell means, below the table, when the table has one."""
     if any(cell_text(c).strip() == "-" for col in table.columns for c in col._cells):
         note = f"-: {why}"
@@ -122,7 +146,7 @@ def footnote_dashes(table: Table, why: str) -> Table:
 COMMAND = "  mtpsim "  # a line that is a command to run: indented, never wrapped
 
 
-def print_lines(console: Console, lines: list[str]) -> None:
+def print_lines(console: Any, lines: list[str]) -> None:
     """Print prose wrapped at the console's width (at spaces), and each command line (one that
     starts with COMMAND) whole on its own line, so it can be copied and run as printed."""
     for line in lines:

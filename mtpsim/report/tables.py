@@ -1,4 +1,5 @@
-"""Table builders; printing happens in the commands."""
+"""Table builders; printing happens in the commands. The tables are `mtpsim.plainprint.Table`s:
+printed to a file without importing rich, to a terminal as the rich tables they stand for."""
 
 from __future__ import annotations
 
@@ -6,9 +7,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from rich.table import Table
-
 from mtpsim.numbers import is_count, signed
+from mtpsim.plainprint import Table
 from mtpsim.report.fit import footnote_dashes
 from mtpsim.result import PHASES, Result
 
