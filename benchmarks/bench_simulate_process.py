@@ -3,13 +3,19 @@ interpreter's own start-up and `mtpsim --help`, and how the simulation's cost gr
 request count (256 -> 10,240 requests: 40x the work, so linear means <= 40x the time).
 
 Each command runs `--repeat` times in turn (interleaved, so load drifts hit all alike); the
-table gives the median wall and CPU (user + sys) seconds. On a shared machine wall time is
-noisy: compare the ratios within one run, and read CPU time as the cost on an idle machine.
+table gives the median wall and the median and lowest CPU (user + sys) seconds. On a shared
+machine wall time is noisy: compare the ratios within one run, and read CPU time as the cost on
+an idle machine.
 
-    python benchmarks/bench_simulate_process.py [--repeat 7] [--skip-scaling] [--baseline DIR]
+    python benchmarks/bench_simulate_process.py [--repeat 12] [--skip-scaling] [--baseline DIR]
 
 `--baseline DIR` also times `mtpsim simulate` from another checkout (e.g. an older commit,
 `git archive COMMIT | tar -x -C DIR`), interleaved with this one, for a side-by-side ratio.
+
+Bytecode: where PYTHONDONTWRITEBYTECODE is set (this project's shared machine sets it) an
+editable checkout's modules are compiled from source on every run. The rows marked "bytecode
+cached" run with Python's default instead (bytecode written once, here to a temporary
+PYTHONPYCACHEPREFIX, as a pip-installed mtpsim has it from its install), after one warm-up run.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,27 +51,39 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _env(root: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+def _env(root: Path, pycache: Path | None = None) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
+    if pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
 
 
-def process_table(repeat: int, baseline: Path | None) -> None:
-    cases = {name: (cmd, ROOT) for name, cmd in COMMANDS.items()}
+def process_table(repeat: int, baseline: Path | None, tmp: Path) -> None:
+    sim = COMMANDS[f"mtpsim simulate {EXP}"]
+    cases = {name: (cmd, ROOT, _env(ROOT)) for name, cmd in COMMANDS.items()}
+    cases[f"mtpsim simulate {EXP}, bytecode cached"] = (sim, ROOT, _env(ROOT, tmp / "this"))
     if baseline is not None:
-        cases[f"baseline: mtpsim simulate {EXP}"] = (COMMANDS[f"mtpsim simulate {EXP}"],
-                                                     baseline.resolve())
+        base = baseline.resolve()
+        cases[f"baseline: mtpsim simulate {EXP}"] = (sim, base, _env(base))
+        cases[f"baseline: mtpsim simulate {EXP}, bytecode cached"] = (sim, base, _env(base, tmp / "base"))
+    for cmd, root, env in cases.values():  # warm-up: writes the cached bytecode
+        timed(cmd, env, root)
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
+    load = [os.getloadavg()[0]]
     for _ in range(repeat):
-        for name, (cmd, root) in cases.items():
-            runs[name].append(timed(cmd, _env(root), root))
+        for name, (cmd, root, env) in cases.items():
+            runs[name].append(timed(cmd, env, root))
+        load.append(os.getloadavg()[0])
     base_wall = statistics.median(w for w, _ in runs["python -c pass"])
-    print(f"whole process, median of {repeat} (interleaved); load average "
-          f"{os.getloadavg()[0]:.1f}")
-    print(f"{'command':<52} {'wall s':>7} {'CPU s':>7} {'wall / python':>14}")
+    print(f"whole process, median of {repeat} runs each (interleaved); load average (1 min) "
+          f"{min(load):.1f}-{max(load):.1f} during the runs; {os.cpu_count()} CPUs")
+    print(f"{'command':<66} {'wall s':>7} {'CPU s':>7} {'CPU min':>8} {'wall / python':>14}")
     for name, r in runs.items():
         wall, cpu = statistics.median(w for w, _ in r), statistics.median(c for _, c in r)
-        print(f"{name:<52} {wall:>7.3f} {cpu:>7.3f} {wall / base_wall:>14.1f}", flush=True)
+        print(f"{name:<66} {wall:>7.3f} {cpu:>7.3f} {min(c for _, c in r):>8.3f} "
+              f"{wall / base_wall:>14.1f}", flush=True)
 
 
 def scaling_table(repeat: int) -> None:
@@ -95,11 +114,12 @@ def scaling_table(repeat: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=12)
     ap.add_argument("--skip-scaling", action="store_true")
     ap.add_argument("--baseline", type=Path, help="another checkout to time side by side")
     args = ap.parse_args()
-    process_table(args.repeat, args.baseline)
+    with tempfile.TemporaryDirectory(prefix="bench-pycache-") as tmp:
+        process_table(args.repeat, args.baseline, Path(tmp))
     if not args.skip_scaling:
         scaling_table(max(1, args.repeat // 2))
 

@@ -136,13 +136,46 @@ class RequestRecord:
         return (self.e2el_s - self.ttft_s) / (self.output_len - 1)
 
 
+def median(values: np.ndarray) -> float:
+    """np.median of a 1-D array, bit for bit, without the import of numpy.ma that np.median and
+    np.percentile make on first use (~0.02 CPU s, a tenth of a short simulate's start-up): the
+    middle order statistic, or the two middle ones added and halved as np.mean does. An empty
+    array or one holding NaN is left to numpy."""
+    v = np.asarray(values, dtype=float).ravel()
+    if not v.size or np.isnan(v).any():
+        return float(np.median(v))
+    h = v.size // 2
+    if v.size % 2:
+        return float(np.partition(v, h)[h])
+    part = np.partition(v, (h - 1, h))
+    return float((part[h - 1] + part[h]) / 2.0)
+
+
+def percentile(values: np.ndarray, p: float) -> float:
+    """np.percentile(values, p) (linear method) of a 1-D array, bit for bit, as `median` is:
+    the virtual index (n - 1) * p / 100 and numpy's two-sided interpolation between its
+    neighbours."""
+    v = np.asarray(values, dtype=float).ravel()
+    if not v.size or np.isnan(v).any():
+        return float(np.percentile(v, p))
+    index = (v.size - 1) * np.true_divide(p, 100)
+    lo = int(np.floor(index))
+    if index >= v.size - 1:
+        return float(np.partition(v, -1)[-1])
+    part = np.partition(v, (lo, lo + 1))
+    a, b = part[lo], part[lo + 1]
+    t = index - lo
+    diff = b - a
+    return float(b - diff * (1 - t) if t >= 0.5 else a + diff * t)
+
+
 def _stats(name: str, values_s: np.ndarray, out: dict[str, float]) -> None:
     v = values_s * 1000.0 if values_s.size else np.zeros(1)
     out[f"mean_{name}_ms"] = float(np.mean(v))
-    out[f"median_{name}_ms"] = float(np.median(v))
+    out[f"median_{name}_ms"] = median(v)
     out[f"std_{name}_ms"] = float(np.std(v))
     for p in PERCENTILES:
-        out[f"p{p}_{name}_ms"] = float(np.percentile(v, p))
+        out[f"p{p}_{name}_ms"] = percentile(v, p)
 
 
 def _run_stats(name: str, values_s: np.ndarray, counts: np.ndarray, out: dict[str, float]) -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mtpsim.arrivals import Client, send_offsets
-from mtpsim.metrics import RequestRecord, SpecDecodeCounters, latency_metrics
+from mtpsim.metrics import RequestRecord, SpecDecodeCounters, latency_metrics, median
 from mtpsim.models.acceptance import draw_accepted
 from mtpsim.models.build import models_for
 from mtpsim.models.cost import StepShape
@@ -404,7 +404,7 @@ class Simulator:
         memory = {"num_preemptions": self.sched.num_preemptions,
                   "preempted_requests": int((reqs.preemptions > 0).sum()),
                   "mean_queue_ms": 1e3 * float(queue_s.mean()),
-                  "median_queue_ms": 1e3 * float(np.median(queue_s)),
+                  "median_queue_ms": 1e3 * median(queue_s),
                   # KV cache per engine (tokens); peak share held; null: it never constrained
                   "kv_cache_tokens": None if size is None else size.tokens,
                   "kv_cache_peak_pct": None if kv is None else 100.0 * kv.peak / kv.blocks,
