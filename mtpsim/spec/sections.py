@@ -39,9 +39,8 @@ class ModelSpec:
 
     preset: str = option("deepseek-v3.2", "preset file under spec/presets/models ('' = none; "
                          "'reference' when engine.scheduler = 'reference')")
-    family: str = option("dsa_mla", "what the layers are (mtpsim.models.families): dsa_mla "
-                         "(every layer MLA + DSA) or hybrid_linear_dsa (linear attention with "
-                         "every full_attention_period-th layer MLA + DSA)", one_of(*FAMILIES))
+    family: str = option("dsa_mla", "what the layers are: a module under mtpsim/models/families "
+                         "(dsa_mla: every layer MLA + DSA, as DeepSeek-V3.2)", one_of(*FAMILIES))
     name: str = option("", "Hugging Face id that `vllm serve` loads")
     quantization: str = option("fp8", "weight format", one_of(*QUANTIZATIONS))
     num_layers: int = option(0, "decoder layers of the target (MTP layers excluded)", _pos)
