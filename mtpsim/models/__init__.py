@@ -2,7 +2,10 @@
 
 - `overlap`: how much of the fresh top-k selection a policy's selection keeps;
 - `acceptance`: per-position acceptance and the overlap -> acceptance link;
-- `cost`: step cost from features fitted to phase timings; `roofline`: step cost from presets.
+- `penalty`: the overlap -> acceptance link, one class per form (parameters, fit, JSON);
+- `cost`: step cost from features fitted to phase timings; `roofline`: step cost from presets;
+- `families`: what a model family's layers are and what each kind of layer costs, read by the
+  roofline, the memory model, the fitted features and the reference engine.
 
 The simulator prices with them, the fitters (mtpsim.calibration.fit) produce their parameters,
 and samplers draw them. What a policy does comes from its declared traits (mtpsim.policies).
