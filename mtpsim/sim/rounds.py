@@ -19,8 +19,7 @@ from mtpsim.errors import SpecError
 from mtpsim.result import Result
 
 if TYPE_CHECKING:
-    from mtpsim.calibration.schema import Calibration
-    from mtpsim.sim.simulator import Progress, Simulator
+    from mtpsim.sim.simulator import Progress
     from mtpsim.spec import Experiment
 
 EXPECTED_AL = "expected_acceptance_length"
@@ -38,20 +37,16 @@ def check_rounds(exp: Experiment) -> int:
     return max(r, 1)
 
 
-def simulate_rounds(exp: Experiment, policy: str, progress: Progress | None = None,
-                    calibration: Calibration | None = None, records: bool = True,
-                    adjust: Callable[[Simulator], None] | None = None) -> Result:
-    """One policy over the spec's rounds, each chunk its own run, pooled as run-real pools."""
+def simulate_rounds(exp: Experiment, run_chunk: Callable[[range], Result],
+                    progress: Progress | None = None, records: bool = True) -> Result:
+    """One policy over the spec's rounds, each chunk its own run (`run_chunk(requests)`, with
+    the requests' records kept), pooled as run-real pools."""
     from mtpsim import rounds as rounds_mod
-    from mtpsim.sim.simulator import Simulator
 
     r, n = check_rounds(exp), exp.workload.num_prompts
     parts: list[Result] = []
     for i, chunk in enumerate(rounds_mod.chunks(n, r)):
-        sim = Simulator(exp, policy, None, calibration, True, requests=chunk)
-        if adjust is not None:
-            adjust(sim)
-        res = sim.run()
+        res = run_chunk(chunk)
         res.extra["round"] = {"index": i, "of": r, "requests": [chunk.start, chunk.stop]}
         parts.append(res)
         if progress is not None:

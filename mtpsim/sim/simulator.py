@@ -431,7 +431,13 @@ def simulate(exp: Experiment, policy: str, progress: Progress | None = None,
     if exp.workload.rounds > 1:
         from mtpsim.sim.rounds import simulate_rounds
 
-        return simulate_rounds(exp, policy, progress, calibration, records, adjust)
+        def run_chunk(chunk: range) -> Result:
+            sim = Simulator(exp, policy, None, calibration, True, requests=chunk)
+            if adjust is not None:
+                adjust(sim)
+            return sim.run()
+
+        return simulate_rounds(exp, run_chunk, progress, records)
     sim = Simulator(exp, policy, progress, calibration, records)
     if adjust is not None:
         adjust(sim)
