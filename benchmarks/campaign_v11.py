@@ -103,15 +103,15 @@ def predict(out: Path, name: str) -> dict:
     import numpy as np
 
     from mtpsim.fileio import atomic_write_json
+    from mtpsim.runs.executor import default_workers
     from mtpsim.spec import load_experiment
-    from mtpsim.sweep import default_jobs
     from mtpsim.uncertainty.run import propagate
     from mtpsim.uncertainty.summary import delta_values
 
     cal = str(out.resolve() / "calibration-bootstrap.json")
     spec = str(EXP / f"{name}.toml")
     run = propagate(spec, [f"calibration.file={json.dumps(cal)}", "uncertainty.paired=false"], DRAWS,
-                    default_jobs())
+                    default_workers())
     vals = run.values
     pred = {"config": name, "inside": not run.extrapolation.flagged,
             "rounds": load_experiment(spec).workload.rounds,

@@ -29,7 +29,7 @@ def predict(out: Path, name: str, rounds: int) -> None:
     import numpy as np
 
     from mtpsim.fileio import atomic_write_json
-    from mtpsim.sweep import default_jobs
+    from mtpsim.runs.executor import default_workers
     from mtpsim.uncertainty.run import propagate
     from mtpsim.uncertainty.summary import delta_values
 
@@ -39,7 +39,7 @@ def predict(out: Path, name: str, rounds: int) -> None:
     cal = str(out.resolve() / "calibration-bootstrap.json")
     run = propagate(str(v10.EXP / f"{name}.toml"), [f"calibration.file={json.dumps(cal)}",
                                                      "uncertainty.paired=false", f"workload.rounds={rounds}"],
-                    v10.DRAWS, default_jobs())
+                    v10.DRAWS, default_workers())
     vals = run.values
     pred = {"config": name, "inside": not run.extrapolation.flagged, "rounds": rounds,
             "extrapolation": list(run.extrapolation.notes), "draws": len(vals),
