@@ -1,0 +1,62 @@
+"""CPU seconds of `mtpsim simulate experiments/pr47352.toml` (both policies) and its
+`--uncertainty 64 -j 1` from several checkouts, interleaved (A B C ... per round, so load drifts
+hit all alike), every run under `nice -n 19`.
+
+    git archive COMMIT | tar -x -C DIR          # one folder per checkout
+    python benchmarks/bench_checkouts_cpu.py --repeat 3 DIR1 DIR2 ...
+
+Prints each run (wall s, CPU s of the child, load average) and then per checkout the median wall
+and CPU seconds. On a shared machine read the CPU seconds and their ratios, not the wall times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+PR = "experiments/pr47352.toml"
+COMMANDS = {"simulate": ["simulate", PR, "--json"],
+            "uncertainty 64": ["simulate", PR, "--uncertainty", "64", "-j", "1", "--json"]}
+
+
+def timed(args: list[str], root: str) -> tuple[float, float]:
+    env = {**os.environ, "PYTHONPATH": root, "OMP_NUM_THREADS": "1"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(["nice", "-n", "19", sys.executable, "-m", "mtpsim", *args], cwd=root, env=env,
+                   stdout=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("roots", nargs="+", help="checkout folders")
+    a = ap.parse_args()
+    runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    loads = []
+    for _ in range(a.repeat):
+        for name, args in COMMANDS.items():
+            for root in a.roots:
+                wall, cpu = timed(args, root)
+                loads.append(os.getloadavg()[0])
+                runs.setdefault((name, root), []).append((wall, cpu))
+                print(f"{name:15} {root:40} wall {wall:7.2f} cpu {cpu:6.2f} load {loads[-1]:.1f}",
+                      flush=True)
+    print(f"load average min {min(loads):.1f}, median {statistics.median(loads):.1f}, "
+          f"max {max(loads):.1f}")
+    for (name, root), v in runs.items():
+        print(f"{name:15} {root:40} median wall {statistics.median(x[0] for x in v):7.2f} "
+              f"median cpu {statistics.median(x[1] for x in v):6.2f} "
+              f"all cpu {[round(x[1], 2) for x in v]}")
+
+
+if __name__ == "__main__":
+    main()
