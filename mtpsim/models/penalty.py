@@ -32,6 +32,7 @@ policies' events with the acceptance curves and the request spread held fixed.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -64,32 +65,32 @@ class HeldEvents:
         return [s for s in range(1, self.k) if np.any((self.pos == s) & (self.overlap < 1.0))]
 
 
-class Penalty:
+class Penalty(ABC):
     """One form's parameters. `kappa(step, ratio)` at draft step >= 1 and L / K `ratio`."""
 
     name: ClassVar[str]
     field: ClassVar[str]  # the calibration's acceptance key that holds a fitted one
 
-    def kappa(self, step: int, ratio: Num = 1.0) -> Num:
-        raise NotImplementedError
+    @abstractmethod
+    def kappa(self, step: int, ratio: Num = 1.0) -> Num: ...
 
     def keep(self, overlap: Num, step: int, ratio: Num = 1.0) -> Num:
         return keep_factor(overlap, self.kappa(step, ratio))
 
-    def to_json(self) -> Any:
-        raise NotImplementedError
+    @abstractmethod
+    def to_json(self) -> Any: ...
 
     @classmethod
+    @abstractmethod
     def from_json(cls, obj: Any, steps: int) -> Penalty:
         """The form from its calibration field (`steps` draft steps 1..k-1); ValueError naming
         what was expected."""
-        raise NotImplementedError
 
     @classmethod
+    @abstractmethod
     def parametric(cls, kappa: float, step_exponent: float = 0.0,
                    lk_exponent: float = 0.0) -> Penalty:
         """The spec's form (acceptance.critical_entries and the exponents)."""
-        raise NotImplementedError
 
 
 def _number(x: Any, lo: float, hi: float) -> bool:

@@ -3,6 +3,7 @@ fields it needs (checked once when the spec is read)."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, ClassVar
 
 from mtpsim.models.families.layers import MLA, MOE, Layer, Stack
@@ -11,12 +12,12 @@ if TYPE_CHECKING:
     from mtpsim.spec import ModelSpec
 
 
-class Family:
+class Family(ABC):
     name: ClassVar[str]
 
+    @abstractmethod
     def layers(self, m: ModelSpec) -> tuple[Layer, ...]:
         """The target's decoder layers in order (MTP layers excluded)."""
-        raise NotImplementedError
 
     def mtp_layer(self, m: ModelSpec) -> Layer:
         """One MTP layer: DeepSeek-V3's MTP module is an MLA layer with its own indexer and a
