@@ -9,6 +9,10 @@ seconds and the ratios, not the wall times.
 
     git archive b90447c | tar -x -C /tmp/base    # the code before the scheduler
     python benchmarks/bench_scheduler_vs_baseline.py --baseline /tmp/base [--repeat 5]
+
+With `--check-json` it first runs each command once from both checkouts and exits 1 unless
+their `--json` outputs are equal but for timing fields (`wall_s`): a speed change must not
+change results (use the code just before the change as the baseline).
 """
 
 from __future__ import annotations
@@ -32,6 +36,41 @@ COMMANDS: dict[str, list[str]] = {
 }
 
 
+TIMING = frozenset({"wall_s"})
+
+
+def differences(a: object, b: object, path: str = "") -> list[str]:
+    """Paths where two --json outputs differ, timing fields aside."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for key in sorted(set(a) | set(b)) if key not in TIMING
+                for d in ([f"{path}/{key}"] if key not in a or key not in b
+                          else differences(a[key], b[key], f"{path}/{key}"))]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [path]
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True))
+                for d in differences(x, y, f"{path}[{i}]")]
+    return [] if a == b else [path]
+
+
+def check_json(base: Path) -> bool:
+    """Each command's --json from both checkouts, compared; prints what differs."""
+    import json
+
+    same = True
+    for name, args in COMMANDS.items():
+        out = []
+        for root in (ROOT, base):
+            env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+            run = subprocess.run([sys.executable, "-m", "mtpsim", *args], cwd=root, env=env,
+                                 capture_output=True, text=True, check=True)
+            out.append(json.loads(run.stdout))
+        diff = differences(*out)
+        same = same and not diff
+        print(f"{name}: {'identical but for ' + ', '.join(sorted(TIMING)) if not diff else diff[:5]}")
+    return same
+
+
 def timed(args: list[str], root: Path) -> tuple[float, float]:
     """(wall s, CPU s of the child and its children) of one run from checkout `root`."""
     env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
@@ -48,8 +87,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", type=Path, required=True, help="checkout of the code before")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--check-json", action="store_true",
+                    help="first check that both checkouts' --json outputs are equal but for timing")
     a = ap.parse_args()
     base = a.baseline.resolve()
+    if a.check_json and not check_json(base):
+        sys.exit(1)
     cases = [(name, args, root, tag) for name, args in COMMANDS.items()
              for root, tag in ((ROOT, "this"), (base, "baseline"))]
     if (ROOT / HIGH).is_file():

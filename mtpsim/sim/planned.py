@@ -30,6 +30,8 @@ def run_planned(sim: Simulator) -> None:
     dec = draw_decoding(sim.acc, None if sim.expected else sim.rng, reqs.input_len,
                         reqs.output_len, sim.shift, sim.k, bulk.MAX_BULK_STEPS)
     d_steps = dec.steps.tolist()
+    input_len = reqs.input_len.tolist()
+    admitted_at = reqs.admitted_at  # written per admitted id: numpy indexing by an empty list
     start = np.full(n, -1, np.int64)  # first decode step (= position of the first token)
     chunks: list[tuple[int, int, float, float, float]] = []  # step, tokens, keys, pairs, reads
     finishing: list[tuple[int, int]] = []  # heap of (finish position, request)
@@ -42,12 +44,13 @@ def run_planned(sim: Simulator) -> None:
         sim.log.python_iterations += 1
         next_finish = finishing[0][0] if finishing else None
         for plan in ahead.steps:
-            reqs.admitted_at[plan.admitted] = pos
+            for rid in plan.admitted:
+                admitted_at[rid] = pos
             tok = keys = pairs = reads = 0.0
             for rid, st, m in plan.chunks:
                 tok, keys = tok + m, keys + bulk.sum_min(st + 1, st + m, topk)
                 pairs, reads = pairs + (2 * st + m + 1) * m / 2, reads + st + m
-                if st + m == reqs.input_len[rid]:
+                if st + m == input_len[rid]:
                     start[rid] = pos + 1
                     heapq.heappush(finishing, (pos + 1 + d_steps[rid], rid))
             chunks.append((pos, tok, keys, pairs, reads))

@@ -96,6 +96,10 @@ class Scheduler:
         self.prefilling: dict[int, int] = {}
         self.num_preemptions = 0
         self._kv_blocked = False  # admission refused on KV blocks: nothing more until an event
+        # tokens each request's prefill computes (RequestTable.prefill_len), as plain ints: the
+        # planner reads them ~200,000 times in an --uncertainty 64 run; _preempt updates them
+        self._plen: list[int] = (reqs.input_len + reqs.recompute).astype(int).tolist()
+        self._input: list[int] = reqs.input_len.astype(int).tolist()
 
     def add(self, rid: int) -> None:
         self.waiting.append(rid)
@@ -148,7 +152,7 @@ class Scheduler:
             for rid, _, n in plan.chunks:
                 self.reqs.prefilled[rid] += n
                 done = self.prefilling[rid] + n
-                if done >= self.reqs.prefill_len(rid):
+                if done >= self._plen[rid]:
                     del self.prefilling[rid]
                 else:
                     self.prefilling[rid] = done
@@ -210,6 +214,7 @@ class Scheduler:
         self.prefilling.pop(rid, None)
         self.waiting.appendleft(rid)
         reqs.recompute[rid] = int(round(float(reqs.generated[rid])))
+        self._plen[rid] = self._input[rid] + int(reqs.recompute[rid])
         reqs.prefilled[rid] = 0
         reqs.preemptions[rid] += 1
         self.num_preemptions += 1
@@ -236,7 +241,7 @@ class Scheduler:
                 if kv_free == -2:  # the step preempted: it admits nothing, but is not blocked
                     break
                 if kv_free < 0 or self.kv is None or (
-                        max(self.kv.need(self.reqs.prefill_len(rid)), self.kv.need(first + self.k))
+                        max(self.kv.need(self._plen[rid]), self.kv.need(first + self.k))
                         > kv_free):
                     self._kv_blocked = self.kv is not None
                     break
@@ -252,16 +257,21 @@ class Scheduler:
         return plan, pos
 
     def _chunk_size(self, rid: int, start: int, budget: int) -> int:
-        left = self.reqs.prefill_len(rid) - start
+        plen = self._plen[rid]
+        left = plen - start
         # a recomputation after a preemption may exceed a budget that held the prompt whole:
         # it is chunked even with chunked prefill off (vLLM then sizes the budget to the model)
-        chunked = self.chunked or self.reqs.recompute[rid] > 0
+        chunked = self.chunked or plen > self._input[rid]
         return min(left, budget) if chunked else (left if left <= budget else 0)
 
     def _chunk(self, plan: Plan, rid: int, start: int, budget: int,
                prefilling: dict[int, int]) -> int:
-        left = self.reqs.prefill_len(rid) - start
-        n = self._chunk_size(rid, start, budget)
+        plen = self._plen[rid]
+        left = plen - start
+        if self.chunked or plen > self._input[rid]:
+            n = left if left < budget else budget
+        else:
+            n = left if left <= budget else 0
         if n > 0:
             plan.chunks.append((rid, start, n))
             if n == left:
