@@ -16,17 +16,21 @@ Bytecode: where PYTHONDONTWRITEBYTECODE is set (this project's shared machine se
 editable checkout's modules are compiled from source on every run. The rows marked "bytecode
 cached" run with Python's default instead (bytecode written once, here to a temporary
 PYTHONPYCACHEPREFIX, as a pip-installed mtpsim has it from its install), after one warm-up run.
+The other rows write to /dev/null; "to a terminal" writes to a pseudo-terminal, where the
+tables are rich's, in colour (80 columns).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import pty
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -41,14 +45,31 @@ COMMANDS: dict[str, list[str]] = {
 }
 
 
-def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
-    """(wall s, CPU s of the child) of one run."""
+def timed(cmd: list[str], env: dict[str, str], cwd: Path, tty: bool = False) -> tuple[float, float]:
+    """(wall s, CPU s of the child) of one run; `tty`: its stdout a terminal (a pseudo-terminal
+    drained by a thread), as when a user runs it, instead of /dev/null."""
+    master, out = pty.openpty() if tty else (-1, subprocess.DEVNULL)
+    drain = threading.Thread(target=_drain, args=(master,)) if tty else None
+    if drain is not None:
+        drain.start()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, check=True)
+    subprocess.run(cmd, cwd=cwd, env=env, stdout=out, check=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if drain is not None:
+        os.close(out)
+        drain.join()
+        os.close(master)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 65536):
+            pass
+    except OSError:  # the terminal's other end closed
+        pass
 
 
 def _env(root: Path, pycache: Path | None = None) -> dict[str, str]:
@@ -62,19 +83,22 @@ def _env(root: Path, pycache: Path | None = None) -> dict[str, str]:
 
 def process_table(repeat: int, baseline: Path | None, tmp: Path) -> None:
     sim = COMMANDS[f"mtpsim simulate {EXP}"]
-    cases = {name: (cmd, ROOT, _env(ROOT)) for name, cmd in COMMANDS.items()}
-    cases[f"mtpsim simulate {EXP}, bytecode cached"] = (sim, ROOT, _env(ROOT, tmp / "this"))
+    cases = {name: (cmd, ROOT, _env(ROOT), False) for name, cmd in COMMANDS.items()}
+    cases[f"mtpsim simulate {EXP}, bytecode cached"] = (sim, ROOT, _env(ROOT, tmp / "this"), False)
+    cases[f"mtpsim simulate {EXP}, to a terminal"] = (sim, ROOT, _env(ROOT), True)
     if baseline is not None:
         base = baseline.resolve()
-        cases[f"baseline: mtpsim simulate {EXP}"] = (sim, base, _env(base))
-        cases[f"baseline: mtpsim simulate {EXP}, bytecode cached"] = (sim, base, _env(base, tmp / "base"))
-    for cmd, root, env in cases.values():  # warm-up: writes the cached bytecode
-        timed(cmd, env, root)
+        cases[f"baseline: mtpsim simulate {EXP}"] = (sim, base, _env(base), False)
+        cases[f"baseline: mtpsim simulate {EXP}, bytecode cached"] = (sim, base, _env(base, tmp / "base"),
+                                                                     False)
+        cases[f"baseline: mtpsim simulate {EXP}, to a terminal"] = (sim, base, _env(base), True)
+    for cmd, root, env, tty in cases.values():  # warm-up: writes the cached bytecode
+        timed(cmd, env, root, tty)
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     load = [os.getloadavg()[0]]
     for _ in range(repeat):
-        for name, (cmd, root, env) in cases.items():
-            runs[name].append(timed(cmd, env, root))
+        for name, (cmd, root, env, tty) in cases.items():
+            runs[name].append(timed(cmd, env, root, tty))
         load.append(os.getloadavg()[0])
     base_wall = statistics.median(w for w, _ in runs["python -c pass"])
     print(f"whole process, median of {repeat} runs each (interleaved); load average (1 min) "
