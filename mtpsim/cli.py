@@ -11,6 +11,7 @@ model/GPU preset > built-in default.
 
 from __future__ import annotations
 
+import gc
 import sys
 from typing import Any
 
@@ -23,9 +24,19 @@ def main() -> None:
     """The `mtpsim` script: `mtpsim COMMAND ...` with plainly valid flags runs COMMAND straight
     from its declared parameters; otherwise Typer builds only COMMAND, or (`--help`, `--version`,
     a misspelt command) the whole command line, which answers it."""
+    try:
+        _run(sys.argv[1:])
+    finally:
+        # The process ends here. Frozen, the objects it made are left out of the interpreter's
+        # last garbage collections at exit (~0.03 CPU s of a short simulate); atexit handlers,
+        # stream flushes and the finalizers of objects freed at exit all still run (only cyclic
+        # garbage is not collected, whose finalizers Python does not promise at exit anyway).
+        gc.freeze()
+
+
+def _run(args: list[str]) -> None:
     from mtpsim.cliopts import params_of, parse
 
-    args = sys.argv[1:]
     name = args[0] if args and args[0] in dict(COMMANDS) else None
     if name is not None:
         fn = command_function(name)
