@@ -35,8 +35,8 @@ def run_case(path: Path, overrides: list[str], repeat: int) -> dict[str, float]:
         "sim_s": sum(r.metrics["duration"] for r in results),
         "requests": sum(r.metrics["completed"] for r in results),
         "tokens": sum(r.metrics["total_output_tokens"] for r in results),
-        "steps": sum(r.extra["num_steps"] for r in results),
-        "iterations": sum(r.extra["python_iterations"] for r in results),
+        "steps": sum(r.extra.num_steps for r in results),
+        "iterations": sum(r.extra.python_iterations for r in results),
     }
 
 

@@ -129,7 +129,7 @@ def scaling_table(repeat: int) -> None:
             results = [simulate(exps[n], p) for p in exps[n].policies]
             wall[n] = min(wall[n], time.perf_counter() - t0)
             cpu[n] = min(cpu[n], time.process_time() - c0)
-            iters[n] = sum(r.extra["python_iterations"] for r in results) / (n * len(results))
+            iters[n] = sum(r.extra.python_iterations for r in results) / (n * len(results))
     for n in sizes:
         print(f"{n:>9} {wall[n]:>8.3f} {cpu[n]:>8.3f} {1e6 * cpu[n] / n:>17.1f} "
               f"{iters[n]:>19.2f} {cpu[n] / cpu[sizes[0]]:>6.1f}")

@@ -113,7 +113,7 @@ def real_run(out: Path, name: str, deadline: float) -> bool:
 def _probe_cpu(res) -> float | None:
     from mtpsim.probe import figure
 
-    readings = [r["probe"][k] for r in res.extra.get("rounds", []) if r.get("probe")
+    readings = [r["probe"][k] for r in res.extra.rounds or [] if r.get("probe")
                 for k in ("before", "after")]
     return figure(readings, "cpu")
 
@@ -146,7 +146,7 @@ def score(out: Path) -> dict:
         probes = [x for x in (_probe_cpu(r) for r in res.values()) if x]
         s = (statistics.fmean(probes) / p_cal) if probes and p_cal else 1.0
         for p in POLICIES:
-            rounds = res[p].extra.get("rounds", [])
+            rounds = res[p].extra.rounds or []
             for m in METRICS:
                 q = {float(k): v for k, v in pred["levels"][p][m].items()}
                 if m != "spec_decode_acceptance_length":  # the probe puts it on the run's machine

@@ -135,7 +135,7 @@ def merge_rounds(paths: list[Path], out: Path) -> None:
     phases = {p: float(np.mean([r.phases.get(p, 0.0) for r in runs])) for p in runs[0].phases}
     Result(runs[0].mode, runs[0].policy, _mean_metrics(runs), phases=phases, seed=runs[0].seed,
            experiment=runs[0].experiment, spec=runs[0].spec,
-           extra={**runs[0].extra, "mean_of_rounds": [str(p) for p in paths]},
+           extra=runs[0].extra.copy(mean_of_rounds=[str(p) for p in paths]),
            requests=requests).write(out)
 
 

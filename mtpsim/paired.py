@@ -38,7 +38,7 @@ class PairedDelta:
 
 
 def rounds_of(res: Result) -> list[dict[str, Any]]:
-    return [r for r in res.extra.get("rounds") or [] if isinstance(r, dict)]
+    return [r for r in res.extra.rounds or [] if isinstance(r, dict)]
 
 
 def _figure(rnd: dict[str, Any], metric: str, normalise: bool) -> float | None:

@@ -140,7 +140,8 @@ def run_repeats(experiment: ExperimentRef, point: Point, plan: RealPlan, repeats
             exp = load_point(experiment, repeat_overrides(point, base.seed, r))
             for policy in exp.policies:
                 result, trace = runner(exp, policy, None)
-                result.extra.update({"node": node, "repeat": r, "point_id": point.point_id})
+                result.extra.node, result.extra.repeat = node, r
+                result.extra.point_id = point.point_id
                 trace_path = work / f"r{r}-{policy}.trace.jsonl"
                 trace.write(trace_path)
                 sink({"repeat": r, "policy": policy, "result": result.to_json(),
@@ -194,7 +195,7 @@ def rows(out: Path, points: Sequence[Point], axes: Sequence[Axis], policies: Seq
                 m = _mean(tput)
                 row["output_throughput_sd"] = math.sqrt(sum((t - m) ** 2 for t in tput) / (len(tput) - 1))
             row["repeats"] = len(results)
-            row["nodes"] = sorted({_node_name(x.extra.get("node") or {}) for x in results})
+            row["nodes"] = sorted({_node_name(x.extra.node or {}) for x in results})
             row["point_id"] = p.point_id
             table.append(row)
     return table

@@ -17,6 +17,7 @@ from mtpsim.errors import ResultError
 from mtpsim.fileio import atomic_write_json, finite_json
 from mtpsim.inputs import MiB, loads_json, read_text
 from mtpsim.metrics import RequestRecord, SpecDecodeCounters, counters_from_requests, serving_metrics
+from mtpsim.records import RunExtra
 
 SCHEMA = "mtpsim-result"
 VERSION = 1
@@ -50,7 +51,7 @@ class Result:
     seed: int | None = None
     experiment: str | None = None
     spec: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: RunExtra = field(default_factory=RunExtra)
     requests: list[RequestRecord] | None = None
     mtpsim_version: str = __version__
 
@@ -74,7 +75,7 @@ class Result:
                                "experiment": self.experiment}
         out.update(self.metrics)
         out["phases"] = self.phases
-        out["extra"] = self.extra
+        out["extra"] = self.extra.to_json()
         out["spec"] = self.spec
         out["requests"] = None if self.requests is None else [asdict(r) for r in self.requests]
         return out
@@ -107,7 +108,8 @@ class Result:
                        phases=check_phases(obj.get("phases"), source), seed=obj.get("seed"),
                        experiment=obj.get("experiment"),
                        spec=check_object(obj.get("spec"), "spec", source),
-                       extra=check_object(obj.get("extra"), "extra", source),
+                       extra=RunExtra.from_json(check_object(obj.get("extra"), "extra", source),
+                                                source, ResultError),
                        requests=check_requests(obj.get("requests"), source),
                        mtpsim_version=str(obj.get("mtpsim_version", "?")))
         missing = [k for k in _BENCH_REQUIRED if k not in obj]

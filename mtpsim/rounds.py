@@ -45,15 +45,15 @@ def chunks(n: int, rounds: int) -> list[range]:
 
 def summary(res: Result) -> dict[str, Any]:
     """What a pooled result keeps of one round: its place, its probe, its timing figures."""
-    info = dict(res.extra.get("round", {}))
-    info["probe"] = res.extra.get("probe")
+    info = dict(res.extra.round or {})
+    info["probe"] = res.extra.probe
     info["metrics"] = {k: res.get(k) for k in ROUND_METRICS if isinstance(res.get(k), int | float)}
     return info
 
 
 def pool(results: list[Result]) -> Result:
     """One policy's rounds as one result: requests concatenated, durations summed, per-step
-    phases weighted by steps; `extra["rounds"]` keeps each round's summary."""
+    phases weighted by steps; `extra.rounds` keeps each round's summary."""
     first = results[0]
     reqs: list[RequestRecord] = []
     offset = 0.0
@@ -62,21 +62,20 @@ def pool(results: list[Result]) -> Result:
             reqs.append(replace(q, arrival_s=q.arrival_s + offset, first_token_s=q.first_token_s + offset,
                                 finish_s=q.finish_s + offset))
         offset += float(res.get("duration") or 0.0)
-    steps = [int(r.extra.get("num_steps", 0)) for r in results]
+    steps = [int(r.extra.num_steps or 0) for r in results]
     total_steps = max(sum(steps), 1)
     phases = {p: sum(r.phases.get(p, 0.0) * s for r, s in zip(results, steps, strict=True)) / total_steps
               for p in PHASES}
-    extra = {k: v for k, v in first.extra.items() if k not in ("round", "probe", "output_tokens_sha256")}
-    extra["num_steps"] = sum(steps)
-    if all("phases_total_s" in r.extra for r in results):
-        extra["phases_total_s"] = {p: sum(r.extra["phases_total_s"].get(p, 0.0) for r in results)
-                                   for p in PHASES}
-    if all("mtp_indexer_calls_per_step" in r.extra for r in results):
-        extra["mtp_indexer_calls_per_step"] = [sum(c) for c in zip(
-            *(r.extra["mtp_indexer_calls_per_step"] for r in results), strict=True)]
-    extra["shadow_s"] = sum(float(r.extra.get("shadow_s", 0.0)) for r in results)
-    extra["output_tokens_sha256_per_round"] = [r.extra.get("output_tokens_sha256") for r in results]
-    extra["rounds"] = [summary(r) for r in results]
+    extra = first.extra.copy(round=None, probe=None, output_tokens_sha256=None, num_steps=sum(steps))
+    totals = [r.extra.phases_total_s for r in results]
+    if all(t is not None for t in totals):
+        extra.phases_total_s = {p: sum(t.get(p, 0.0) for t in totals) for p in PHASES}
+    calls = [r.extra.mtp_indexer_calls_per_step for r in results]
+    if all(c is not None for c in calls):
+        extra.mtp_indexer_calls_per_step = [sum(c) for c in zip(*calls, strict=True)]
+    extra.shadow_s = sum(float(r.extra.shadow_s or 0.0) for r in results)
+    extra.output_tokens_sha256_per_round = [r.extra.output_tokens_sha256 for r in results]
+    extra.rounds = [summary(r) for r in results]
     return Result.from_requests(mode=first.mode, policy=first.policy, requests=reqs, duration_s=offset,
                                 seed=first.seed, experiment=first.experiment, spec=first.spec,
                                 phases=phases, extra=extra)
@@ -95,6 +94,6 @@ def pool_traces(traces: list[Any]) -> Any:
         if tr.steps:
             last = tr.steps[-1]
             offset += last.time_s + sum(last.phases.values())
-    probes = [p for tr in traces for p in tr.meta.get("probe") or []]
+    probes = [p for tr in traces for p in tr.meta.probe or []]
     return Trace(first.engine, first.policy, first.num_speculative_tokens, first.index_topk, steps,
-                 dict(first.meta, rounds=len(traces), probe=probes))
+                 first.meta.copy(rounds=len(traces), probe=probes))

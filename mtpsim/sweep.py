@@ -20,6 +20,7 @@ from typing import Any
 
 from mtpsim.errors import SpecError
 from mtpsim.fileio import atomic_write_json
+from mtpsim.records import RunExtra
 
 FORMAT = "mtpsim-sweep-point"
 VERSION = 1
@@ -30,7 +31,6 @@ ROW_METRICS = ("request_throughput", "output_throughput", "total_token_throughpu
                "median_ttft_ms", "median_tpot_ms", "p90_tpot_ms", "median_itl_ms",
                "spec_decode_acceptance_length", "spec_decode_acceptance_rate",
                "spec_decode_num_drafts", "spec_decode_per_position_acceptance_rates", "duration")
-ROW_EXTRA = ("num_preemptions", "mean_queue_ms")  # the KV cache's effect (docs/simulator.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +92,12 @@ def parse_axes(sets: Sequence[str]) -> tuple[list[str], list[Axis]]:
         else:
             axes.append(Axis(key, tuple(values)))
     return fixed, axes
+
+
+def row_extra(extra: RunExtra) -> dict[str, Any]:
+    """What a sweep row keeps of a run's record: the KV cache's effect (docs/simulator.md)."""
+    kept = {"num_preemptions": extra.num_preemptions, "mean_queue_ms": extra.mean_queue_ms}
+    return {k: v for k, v in kept.items() if v is not None}
 
 
 def _spec_id(exp: Any) -> str:
@@ -218,9 +224,9 @@ def run_point(experiment: ExperimentRef, point: Point, out: Path | None) -> dict
         res = simulate(exp, policy)
         results[policy] = {
             "metrics": {**{k: res.metrics[k] for k in ROW_METRICS if k in res.metrics},
-                        **{k: res.extra[k] for k in ROW_EXTRA if k in res.extra}},
+                        **row_extra(res.extra)},
             "phases": res.phases,
-            "step_saving_vs_fresh_s": res.extra.get("step_saving_vs_fresh_s")}
+            "step_saving_vs_fresh_s": res.extra.step_saving_vs_fresh_s}
     rec = {"format": FORMAT, "version": VERSION, "point_id": point.point_id,
            "experiment": source, "overrides": list(point.overrides), "values": point.values,
            "notes": list(point.notes), "results": results}

@@ -26,6 +26,7 @@ from mtpsim.errors import TraceError
 from mtpsim.fileio import atomic_write_text, dumps
 from mtpsim.inputs import loads_json, read_text
 from mtpsim.policies import POLICIES
+from mtpsim.records import TraceMeta
 from mtpsim.result import PHASES
 from mtpsim.trace_check import MAX_K, MAX_TOPK, MAX_TRACE_BYTES, get, read_int, short, step
 from mtpsim.trace_records import TraceStep
@@ -41,12 +42,12 @@ class Trace:
     num_speculative_tokens: int
     index_topk: int
     steps: list[TraceStep] = field(default_factory=list)
-    meta: dict[str, Any] = field(default_factory=dict)  # model config, device, threads, seed...
+    meta: TraceMeta = field(default_factory=TraceMeta)  # model config, device, threads, seed...
 
     def header(self) -> dict[str, Any]:
         return {"format": FORMAT, "version": VERSION, "engine": self.engine, "policy": self.policy,
                 "num_speculative_tokens": self.num_speculative_tokens,
-                "index_topk": self.index_topk, "phases": list(PHASES), "meta": self.meta}
+                "index_topk": self.index_topk, "phases": list(PHASES), "meta": self.meta.to_json()}
 
     def write(self, path: str | Path) -> None:
         lines = [dumps(self.header())] + [dumps(asdict(s)) for s in self.steps]
@@ -96,6 +97,6 @@ def read_trace(path: str | Path) -> Trace:
     trace = Trace(engine=get(head, "engine", str, "line 1", source), policy=policy,
                   num_speculative_tokens=k,
                   index_topk=read_int(head, "index_topk", "line 1", source, 1, MAX_TOPK),
-                  meta=dict(meta))
+                  meta=TraceMeta.from_json(meta, source, TraceError))
     trace.steps = [step(obj, k, f"line {n}", source) for n, obj in objs[1:]]
     return trace

@@ -72,7 +72,7 @@ def upstream_simulated() -> list[Figure]:
                pct2(f.get("spec_decode_num_drafts"), mf.get("spec_decode_num_drafts")), src),
         Figure("sharing, simulated: output throughput",
                pct2(s.get("output_throughput"), f.get("output_throughput")), src),
-        Figure("sharing saves per engine step", f"{1e6 * s.extra['step_saving_vs_fresh_s']:.0f} µs", src),
+        Figure("sharing saves per engine step", f"{1e6 * s.extra.step_saving_vs_fresh_s:.0f} µs", src),
         Figure("of a step of", f"{step_ms:.1f} ms", src),
         Figure("sharing costs in acceptance length",
                f"{s.get('spec_decode_acceptance_length') - f.get('spec_decode_acceptance_length'):.3f}", src),

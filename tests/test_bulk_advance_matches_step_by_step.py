@@ -15,12 +15,12 @@ KEYS = ("duration", "median_tpot_ms", "median_ttft_ms", "p90_ttft_ms", "p90_e2el
 
 
 def agree(a, b) -> None:
-    assert a.extra["num_steps"] == b.extra["num_steps"]
-    assert a.extra["decode_only_steps"] == b.extra["decode_only_steps"]
+    assert a.extra.num_steps == b.extra.num_steps
+    assert a.extra.decode_only_steps == b.extra.decode_only_steps
     assert a.metrics["spec_decode_num_drafts"] == b.metrics["spec_decode_num_drafts"]
     for key in KEYS:
         assert a.metrics[key] == pytest.approx(b.metrics[key], rel=1e-9), key
-    assert a.extra["phases_total_s"] == pytest.approx(b.extra["phases_total_s"], rel=1e-9)
+    assert a.extra.phases_total_s == pytest.approx(b.extra.phases_total_s, rel=1e-9)
 
 
 @pytest.mark.parametrize("raw", [RAW, {**RAW, "workload": {**RAW["workload"],
@@ -32,8 +32,8 @@ def test_bulk_and_single_steps_agree(monkeypatch, raw):
     monkeypatch.setattr(sim_mod, "MAX_BULK_STEPS", 1)
     single = sim_mod.simulate(exp, "fresh")
     agree(bulk, single)
-    assert single.extra["python_iterations"] == single.extra["num_steps"]
-    assert bulk.extra["python_iterations"] * 5 < single.extra["python_iterations"]
+    assert single.extra.python_iterations == single.extra.num_steps
+    assert bulk.extra.python_iterations * 5 < single.extra.python_iterations
 
 
 @pytest.mark.parametrize("chunked", [True, False])
@@ -52,13 +52,13 @@ def test_drawing_outputs_first_agrees_with_stepping(monkeypatch, chunked):
     stepped = sim_mod.simulate(exp, "fresh")
     agree(first, stepped)
     # one iteration per event (a finish, or a batch of finishes at one step)
-    assert first.extra["python_iterations"] <= exp.workload.num_prompts + 1
-    assert stepped.extra["python_iterations"] > 20 * first.extra["python_iterations"]
+    assert first.extra.python_iterations <= exp.workload.num_prompts + 1
+    assert stepped.extra.python_iterations > 20 * first.extra.python_iterations
 
 
 def test_python_iterations_scale_with_requests_not_tokens():
     short = sim_mod.simulate(experiment_from_dict(RAW), "fresh")
     raw = {**RAW, "workload": {**RAW["workload"], "output_len": 3000}}
     long = sim_mod.simulate(experiment_from_dict(raw), "fresh")
-    assert long.extra["num_steps"] > 5 * short.extra["num_steps"]
-    assert long.extra["python_iterations"] < 2 * short.extra["python_iterations"] + 20
+    assert long.extra.num_steps > 5 * short.extra.num_steps
+    assert long.extra.python_iterations < 2 * short.extra.python_iterations + 20

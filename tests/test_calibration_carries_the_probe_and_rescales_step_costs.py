@@ -12,6 +12,7 @@ from mtpsim.calibration.report import probe_figures
 from mtpsim.calibration.schema import read_calibration
 from mtpsim.models.build import probe_scale, sim_models
 from mtpsim.models.cost import StepShape
+from mtpsim.records import TraceMeta
 from mtpsim.spec import load_experiment
 from mtpsim.trace import Trace
 from mtpsim.uncertainty.domain import Domain, extrapolation
@@ -24,8 +25,8 @@ def _probe(wall: float) -> dict:
 
 
 def test_probe_figures_average_every_reading_of_the_traces():
-    trs = [Trace("reference", "fresh", 2, 64, meta={"probe": [_probe(0.4), _probe(0.6)]}),
-           Trace("reference", "share", 2, 64, meta={"probe": [_probe(0.5)]}),
+    trs = [Trace("reference", "fresh", 2, 64, meta=TraceMeta(probe=[_probe(0.4), _probe(0.6)])),
+           Trace("reference", "share", 2, 64, meta=TraceMeta(probe=[_probe(0.5)])),
            Trace("reference", "share", 2, 64)]
     fig = probe_figures(trs)
     assert fig["probe_wall_s"] == pytest.approx(0.5) and fig["probe_cpu_s"] == pytest.approx(0.25)

@@ -34,7 +34,7 @@ def _ramped(n_rounds: int, effect: float, interleaved: bool, ramp: float = 0.04)
             speed = (1 + ramp * block) * (1 - effect if name == "share" else 1.0)
             res = Result.from_requests(mode="reference", policy=name, requests=_requests(0.02 * speed),
                                        duration_s=1.0 * speed)
-            res.extra["round"] = {"index": len(runs[name]), "of": n_rounds, "position": position}
+            res.extra.round = {"index": len(runs[name]), "of": n_rounds, "position": position}
             runs[name].append(res)
             block += 1
     return rounds.pool(runs["fresh"]), rounds.pool(runs["share"])
@@ -81,7 +81,7 @@ def test_two_rounds_are_too_few_to_tell_and_one_run_gets_no_timing_verdict():
 def test_normalising_by_the_probe_removes_drift_inside_each_round():
     fresh, share = _ramped(6, effect=0.0, interleaved=True, ramp=0.2)
     for res in (fresh, share):  # the probe slowed exactly as the machine did
-        for rnd in res.extra["rounds"]:
+        for rnd in res.extra.rounds:
             wall = 1.0 / rnd["metrics"]["output_throughput"]
             rnd["probe"] = {"before": {"version": 1, "wall_s": wall}, "after": {"version": 1, "wall_s": wall}}
     raw = paired_delta(fresh, share, "output_throughput")

@@ -125,8 +125,8 @@ def test_a_cache_too_small_for_the_batch_preempts_recomputes_and_stays_within_ca
     assert sim.sched.kv is not None and not sim.plannable()
     res = sim.run()
     reqs, kv = sim.reqs, sim.sched.kv
-    assert res.extra["num_preemptions"] > 0 and res.extra["num_preemptions"] == len(seen["preempted"])
-    assert res.extra["kv_cache_peak_pct"] <= 100.0
+    assert res.extra.num_preemptions > 0 and res.extra.num_preemptions == len(seen["preempted"])
+    assert res.extra.kv_cache_peak_pct <= 100.0
     assert all(total <= cap for total, cap in seen["totals"])  # never over capacity
     for plan in seen["plans"]:  # the token budget, decodes at 1 + k each
         tokens = len(plan.decodes) * (exp.k + 1) + sum(n for _, _, n in plan.chunks)
@@ -154,14 +154,14 @@ def test_bulk_advance_equals_stepping_under_preemption(monkeypatch):
     raw["engine"] = {**TIGHT["engine"], "non_kv_memory_gib": 44.4}
     exp = experiment_from_dict(raw)
     bulk = sim_mod.simulate(exp, "fresh")
-    assert bulk.extra["num_preemptions"] > 0
+    assert bulk.extra.num_preemptions > 0
     monkeypatch.setattr(sim_mod, "MAX_BULK_STEPS", 1)
     single = sim_mod.simulate(exp, "fresh")
-    assert single.extra["num_steps"] == bulk.extra["num_steps"]
-    assert single.extra["num_preemptions"] == bulk.extra["num_preemptions"]
+    assert single.extra.num_steps == bulk.extra.num_steps
+    assert single.extra.num_preemptions == bulk.extra.num_preemptions
     for key in ("duration", "median_tpot_ms", "median_ttft_ms", "p90_e2el_ms", "mean_itl_ms"):
         assert single.metrics[key] == pytest.approx(bulk.metrics[key], rel=1e-9), key
-    assert bulk.extra["python_iterations"] * 2 < single.extra["python_iterations"]
+    assert bulk.extra.python_iterations * 2 < single.extra.python_iterations
 
 
 def test_a_cache_that_holds_every_request_changes_nothing():
@@ -169,8 +169,8 @@ def test_a_cache_that_holds_every_request_changes_nothing():
     sim = sim_mod.Simulator(experiment_from_dict(raw), "fresh")
     assert sim.sched.kv is None and sim.plannable()
     res = sim.run()
-    assert res.extra["num_preemptions"] == 0 and res.extra["kv_cache_peak_pct"] is None
-    assert res.extra["kv_cache_tokens"] > 300 * 1000
+    assert res.extra.num_preemptions == 0 and res.extra.kv_cache_peak_pct is None
+    assert res.extra.kv_cache_tokens > 300 * 1000
 
 
 def test_a_cache_that_cannot_hold_one_request_is_one_line_exit_2(tmp_path):
@@ -191,8 +191,8 @@ def test_the_shipped_high_concurrency_experiments_say_whether_the_cache_holds_th
     here = Path(__file__).resolve().parents[1] / "experiments" / "high-concurrency"
     long = load_experiment(here / "h200-tp8-long-prompts.toml", ["workload.num_prompts=400"])
     res = sim_mod.simulate(long, "fresh")
-    assert res.extra["num_preemptions"] > 0 and res.extra["kv_cache_peak_pct"] == 100.0
-    assert res.extra["median_queue_ms"] > 0
+    assert res.extra.num_preemptions > 0 and res.extra.kv_cache_peak_pct == 100.0
+    assert res.extra.median_queue_ms > 0
     sharegpt = load_experiment(here / "h200-tp8-sharegpt.toml")
     sim = sim_mod.Simulator(sharegpt, "no_mtp")
     assert sim.sched.kv is None  # 1,000 ShareGPT-like requests fit: nothing to preempt

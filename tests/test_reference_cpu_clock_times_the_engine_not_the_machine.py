@@ -42,7 +42,7 @@ def test_arrivals_advance_the_cpu_clock_without_waiting(tmp_path: Path):
     assert time.perf_counter() - t0 < 120.0
     arrivals = sorted(r.arrival_s for r in result.requests)
     assert arrivals[-1] > 150.0  # the clock passed the intended send times
-    assert result.extra["clock"] == "cpu" and trace.meta["clock"] == "cpu"
+    assert result.extra.clock == "cpu" and trace.meta.clock == "cpu"
 
 
 def test_the_trace_reads_back_under_the_cpu_clock(tmp_path: Path):

@@ -2,6 +2,7 @@
 
 from rich.console import Console
 
+from mtpsim.records import RunExtra
 from mtpsim.report import pr_table, summary_lines
 from mtpsim.result import PHASES, Result
 
@@ -9,7 +10,7 @@ from mtpsim.result import PHASES, Result
 def res(policy: str, thr: float, length: float, pos: list[float], indexer: float) -> Result:
     phases = dict.fromkeys(PHASES, 0.0)
     phases.update(verify=0.050, draft_decode_indexer=indexer)
-    extra = {} if policy == "fresh" else {"step_saving_vs_fresh_s": 1e-4 - indexer}
+    extra = RunExtra() if policy == "fresh" else RunExtra(step_saving_vs_fresh_s=1e-4 - indexer)
     return Result(mode="simulate", policy=policy, phases=phases, extra=extra, metrics={
         "output_throughput": thr, "spec_decode_acceptance_length": length,
         "spec_decode_acceptance_rate": 60.0, "spec_decode_num_drafts": 1000,

@@ -37,16 +37,16 @@ def test_rounds_are_written_probed_and_pooled(tmp_path):
     for i in range(3):
         for policy in ("fresh", "share"):
             res = load_result(out / "rounds" / f"r{i:02d}" / f"{policy}.json")
-            assert res.extra["round"]["index"] == i and res.extra["round"]["of"] == 3
+            assert res.extra.round["index"] == i and res.extra.round["of"] == 3
             assert [q.request_id for q in res.requests] == [str(2 * i), str(2 * i + 1)]
-            probe = res.extra["probe"]
+            probe = res.extra.probe
             assert probe["before"]["wall_s"] > 0 and probe["after"]["cpu_s"] > 0
-            positions[(i, policy)] = res.extra["round"]["position"]
+            positions[(i, policy)] = res.extra.round["position"]
     assert [positions[(i, "fresh")] for i in range(3)] == [0, 1, 0]  # A B, B A, A B
     pooled = load_result(out / "share.json")
-    assert len(pooled.requests) == 6 and len(pooled.extra["rounds"]) == 3
+    assert len(pooled.requests) == 6 and len(pooled.extra.rounds) == 3
     assert pooled.get("total_output_tokens") == 60
-    assert pooled.get("duration") == sum(x["metrics"]["duration"] for x in pooled.extra["rounds"])
+    assert pooled.get("duration") == sum(x["metrics"]["duration"] for x in pooled.extra.rounds)
     assert (out / "share.trace.jsonl").is_file()
     cmp = CliRunner().invoke(app, ["compare", str(out), "--json", "--num-boot", "100"])
     rows = {x["metric"]: x for x in json.loads(cmp.output)["ab"]["real:share"]["rows"]}
@@ -74,6 +74,6 @@ def test_an_interrupted_rounds_run_resumes_the_rounds_it_lacks(tmp_path, monkeyp
     monkeypatch.setattr(InProcessReference, "target", "mtpsim.engine.runner:run_policy")
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 0, again.output
-    assert len(load_result(out / "fresh.json").extra["rounds"]) == 3
+    assert len(load_result(out / "fresh.json").extra.rounds) == 3
     changed = CliRunner().invoke(app, ["run-real", str(spec), "--out", str(out), "--rounds", "2"])
     assert changed.exit_code == 2 and "rounds (3 there, 2 now)" in changed.output

@@ -37,11 +37,11 @@ def test_metrics_deltas_equal_the_engine_counts_and_nothing_is_left(tmp_path):
     own = counters_from_requests(result.requests)  # each request's counts, from the engine
     assert own.num_drafts > 0
     assert own.to_bench_keys() == {k: result.get(k) for k in own.to_bench_keys()}
-    assert "seed=1" in result.extra["server_argv"]
-    assert "served run" in trace.meta["note"]
+    assert "seed=1" in result.extra.server_argv
+    assert "served run" in trace.meta.note
     # Counted like the vLLM plugin counts: step 0 runs the MTP indexer, steps 1-2 never do.
-    assert result.extra["sharing_engaged"].startswith("sharing engaged: yes (propose")
-    steps = result.extra["plugin_counts"]["contexts"]["propose"]
+    assert result.extra.sharing_engaged.startswith("sharing engaged: yes (propose")
+    steps = result.extra.plugin_counts["contexts"]["propose"]
     assert steps["indexer"][1:] == [0, 0] and steps["forwards"][1] > 0
     assert (tmp_path / "share.server.log").is_file()
 

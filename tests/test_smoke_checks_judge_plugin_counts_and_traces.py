@@ -9,6 +9,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from mtpsim.records import RunExtra
 from mtpsim.result import PHASES, Result
 from mtpsim.trace import Trace
 from mtpsim.trace_records import TraceRequest, TraceStep
@@ -40,7 +41,7 @@ def _result(policy: str, *, drafts: int = 20, accepted: int = 20, **counts) -> R
                                   else [rounds] + [0] * (K - 1)}}}
     c["device"] = {"served": c["contexts"]["propose"]}
     c.update(counts)
-    return Result(mode="vllm", policy=policy, extra={"plugin_counts": c},
+    return Result(mode="vllm", policy=policy, extra=RunExtra(plugin_counts=c),
                   metrics={"output_throughput": 50.0, "spec_decode_acceptance_length": 2.0,
                            "spec_decode_num_drafts": drafts,
                            "spec_decode_draft_tokens": drafts * K,
@@ -91,7 +92,7 @@ def test_wrong_compaction_rows_fail():
 
 def test_a_truncated_or_empty_trace_is_not_complete():
     t = _trace("share")
-    t.meta["truncated"] = ["process 7 was killed"]
+    t.meta.truncated = ["process 7 was killed"]
     assert not _status(check_policy("share", _result("share"), t, K))["trace rows complete"]
     empty = Trace(engine="vllm", policy="share", num_speculative_tokens=K, index_topk=2048)
     assert not _status(check_policy("share", _result("share"), empty, K))["trace rows complete"]
@@ -153,9 +154,9 @@ def test_smoke_is_for_the_vllm_engine_only(tmp_path):
 
 def test_device_counts_that_disagree_with_the_hooks_or_are_missing_fail():
     r = _result("share")
-    r.extra["plugin_counts"]["device"] = {"served": {"forwards": [6, 6, 6], "indexer": [6, 6, 6]}}
+    r.extra.plugin_counts["device"] = {"served": {"forwards": [6, 6, 6], "indexer": [6, 6, 6]}}
     bad = next(c for c in check_policy("share", r, _trace("share"), K)
                if c.name == "device counts = hook counts")
     assert not bad.ok and "device [6, 6, 6]/[6, 6, 6], hooks [6, 6, 6]/[6, 0, 0]" in bad.detail
-    r.extra["plugin_counts"]["device"] = None
+    r.extra.plugin_counts["device"] = None
     assert not _status(check_policy("share", r, _trace("share"), K))["device counts = hook counts"]

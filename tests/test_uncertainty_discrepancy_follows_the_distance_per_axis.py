@@ -73,10 +73,11 @@ def test_throughput_and_tpot_follow_the_adjusted_acceptance_length():
 def test_a_calibration_covers_the_context_span_its_runs_drew_from():
     from mtpsim.calibration.report import with_trace_meta
     from mtpsim.calibration.schema import Calibration
+    from mtpsim.records import TraceMeta
 
     class Tr:
         def __init__(self, rng):
-            self.meta = {"context_range": rng, "temperature": 1.0}
+            self.meta = TraceMeta(context_range=rng, temperature=1.0)
 
     import dataclasses
 

@@ -35,7 +35,7 @@ def test_vllm_bench_reads_the_same_counters_as_mtpsim(tmp_path):
 
     result, _ = run_served_policy(exp, "share", run=run, load=load)
     assert server_pids(exp.vllm.port) == []
-    assert result.mode == "reference" and result.extra["bench_client"] == "vllm bench serve"
+    assert result.mode == "reference" and result.extra.bench_client == "vllm bench serve"
     assert result.get("completed") == 6 and result.get("total_output_tokens") == 6 * 24
     mine = scraped[0].to_bench_keys()
     assert mine["spec_decode_num_drafts"] > 0

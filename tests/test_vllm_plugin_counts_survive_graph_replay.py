@@ -191,5 +191,5 @@ def test_the_runner_reads_the_process_with_device_counts(tmp_path):
     exp = load_experiment("experiments/smoke-h200.toml", [])
     result = Result(mode="vllm", policy="share", metrics={})
     _vllm_plugin_outputs(exp, "share", tmp_path, result, Trace("vllm", "share", 3, 2048), False)
-    assert result.extra["sharing_engaged"].startswith("sharing engaged: yes (device")
-    assert result.extra["plugin_counts"]["pid"] == 2
+    assert result.extra.sharing_engaged.startswith("sharing engaged: yes (device")
+    assert result.extra.plugin_counts["pid"] == 2

@@ -102,7 +102,7 @@ def test_a_killed_worker_keeps_its_last_flush_and_the_trace_is_marked_truncated(
     trace = _vllm_plugin_outputs(exp, "share", tmp_path, result,
                                  Trace(engine="vllm", policy="share", num_speculative_tokens=3,
                                        index_topk=2048), traced=True)
-    assert trace.meta["truncated"] == cut and result.extra["trace_truncated"] == cut
+    assert trace.meta.truncated == cut and result.extra.trace_truncated == cut
 
 
 def test_a_row_cut_mid_write_is_reported(tmp_path):

@@ -11,6 +11,7 @@ import pytest
 import torch
 from _vllm_fakes import installed, make_speculator
 
+from mtpsim.records import TraceMeta
 from mtpsim.trace import read_trace
 from mtpsim.vllm_plugin.settings import PluginSettings
 from mtpsim.vllm_runner.trace import read_rows, rows_to_trace
@@ -51,7 +52,7 @@ def test_propose_rows_and_overlaps_pair_into_trace_steps(tmp_path, monkeypatch):
                      **extra)
         rec.flush()
     assert len(seen) == 2
-    trace = rows_to_trace(read_rows(tmp_path), "share", 3, 2048, meta={})
+    trace = rows_to_trace(read_rows(tmp_path), "share", 3, 2048, meta=TraceMeta())
     path = tmp_path / "share.trace.jsonl"
     trace.write(path)
     back = read_trace(path)

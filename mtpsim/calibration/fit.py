@@ -508,9 +508,8 @@ def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = ()) -> Calibrat
                      "policy": tr.policy, "engine": tr.engine, "k": tr.num_speculative_tokens,
                      "index_topk": tr.index_topk, "steps": len(tr.steps),
                      "requests": len({r.id for st in tr.steps for r in st.requests}),
-                     "device": tr.meta.get("device"), "threads": tr.meta.get("threads"),
-                     "weights": portable(tr.meta.get("weights")),
-                     "experiment": portable(tr.meta.get("experiment"))})
+                     "device": tr.meta.device, "threads": tr.meta.threads,
+                     "weights": portable(tr.meta.weights), "experiment": portable(tr.meta.experiment)})
     overlap = fit_overlap(traces)
     return Calibration(
         engine=",".join(sorted(engines)), sources=srcs, acceptance=fit_acceptance(traces, overlap),

@@ -26,13 +26,12 @@ def with_trace_meta(cal: Calibration, traces) -> Calibration:
     """Record the machine the traces ran on and the temperatures they sampled at."""
     import dataclasses
 
-    machines = [tr.meta["machine"] for tr in traces if isinstance(tr.meta.get("machine"), dict)]
-    temps = sorted({float(tr.meta["temperature"]) for tr in traces
-                    if isinstance(tr.meta.get("temperature"), int | float)})
+    machines = [tr.meta.machine for tr in traces if tr.meta.machine is not None]
+    temps = sorted({float(tr.meta.temperature) for tr in traces if tr.meta.temperature is not None})
     ranges = {**cal.ranges, **({"temperature": temps} if temps else {})}
     # the context range the runs were set up to cover (prompt lengths drawn from it), so a
     # repeat of the calibration's own spec does not read as extrapolation by sampling chance
-    nominal = [tr.meta["context_range"] for tr in traces if _pair(tr.meta.get("context_range"))]
+    nominal = [tr.meta.context_range for tr in traces if _pair(tr.meta.context_range)]
     if nominal and ranges.get("context_len"):
         lo, hi = ranges["context_len"][0], ranges["context_len"][-1]
         ranges["context_len"] = [float(min(lo, *(n[0] for n in nominal))),
@@ -48,7 +47,7 @@ def probe_figures(traces) -> dict[str, float | int]:
     every reading taken around them, and the readings' relative spread; {} without probes."""
     from mtpsim.probe import figure
 
-    readings = [p for tr in traces for p in (tr.meta.get("probe") or []) if isinstance(p, dict)]
+    readings = [p for tr in traces for p in (tr.meta.probe or []) if isinstance(p, dict)]
     wall, cpu = figure(readings, "wall"), figure(readings, "cpu")
     if wall is None or cpu is None:
         return {}

@@ -86,7 +86,7 @@ class BenchOutcome:
                                       counters=self.counters or SpecDecodeCounters(), **kw)
         result.metrics["failed"] = self.num_failed
         if self.counters is None:
-            result.extra["spec_decode_counters"] = "the server exposes no vllm:spec_decode_*"
+            result.extra.spec_decode_counters = "the server exposes no vllm:spec_decode_*"
         return result
 
 

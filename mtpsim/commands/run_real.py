@@ -210,14 +210,14 @@ def run_real(
         print_table(console, phase_table(results))
     for name, res in results.items():
         x = res.extra
-        if x.get("sharing_engaged"):
-            console.print(f"{name}: {x['sharing_engaged']}", highlight=False)
-        if "mtp_indexer_calls_per_step" not in x:
+        if x.sharing_engaged:
+            console.print(f"{name}: {x.sharing_engaged}", highlight=False)
+        if x.mtp_indexer_calls_per_step is None:
             continue
-        share = x.get("indexer_share_of_draft_decode")
-        ov = ", ".join("-" if o is None else f"{o:.3f}" for o in x.get("mean_overlap_per_step", []))
+        share = x.indexer_share_of_draft_decode
+        ov = ", ".join("-" if o is None else f"{o:.3f}" for o in x.mean_overlap_per_step or [])
         console.print(f"{name}: {res.get('output_throughput', float('nan')):.1f} output tok/s, "
-                      f"MTP indexer calls per draft step {x.get('mtp_indexer_calls_per_step')}, "
+                      f"MTP indexer calls per draft step {x.mtp_indexer_calls_per_step}, "
                       f"top-k overlap at steps 1.. [{ov}], indexer share of draft steps >= 1: "
                       f"{'-' if share is None else f'{100 * share:.1f}%'}", highlight=False)
     ran = [p for p in results if p not in kept]

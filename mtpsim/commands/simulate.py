@@ -256,14 +256,14 @@ def kv_lines(results: dict) -> list[str]:
     out = []
     for name, r in results.items():
         x = r.extra
-        if x.get("kv_cache_tokens") is None:
+        if x.kv_cache_tokens is None:
             continue
-        if x.get("kv_cache_peak_pct") is None:
-            out.append(f"KV cache ({name}): {x['kv_cache_tokens']:,} tokens per engine hold every "
+        if x.kv_cache_peak_pct is None:
+            out.append(f"KV cache ({name}): {x.kv_cache_tokens:,} tokens per engine hold every "
                        "request in flight; no preemption possible")
             continue
-        out.append(f"KV cache ({name}): {x['kv_cache_tokens']:,} tokens per engine, peak "
-                   f"{x['kv_cache_peak_pct']:.0f} % held; {x['num_preemptions']:,} preemptions "
-                   f"({x['preempted_requests']:,} requests recomputed); queue before admission "
-                   f"mean {x['mean_queue_ms']:,.0f} ms, median {x['median_queue_ms']:,.0f} ms")
+        out.append(f"KV cache ({name}): {x.kv_cache_tokens:,} tokens per engine, peak "
+                   f"{x.kv_cache_peak_pct:.0f} % held; {x.num_preemptions:,} preemptions "
+                   f"({x.preempted_requests:,} requests recomputed); queue before admission "
+                   f"mean {x.mean_queue_ms:,.0f} ms, median {x.median_queue_ms:,.0f} ms")
     return out

@@ -38,6 +38,7 @@ from mtpsim.engine.model import PhaseTimer, Transformer
 from mtpsim.engine.sampling import rejection_sample, sample
 from mtpsim.metrics import SpecDecodeCounters
 from mtpsim.policies import make_policy
+from mtpsim.records import TraceMeta
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace
 from mtpsim.trace_records import TraceRequest, TraceStep
@@ -110,10 +111,10 @@ class SpecDecodeEngine:
         self.running: list[_Request] = []
         self.stats = SpecDecodeCounters(accepted_per_pos=[0] * k)
         self.trace = Trace("reference", config.policy, k, config.index_topk,
-                           meta={"model": model.args.to_dict(), "device": str(self.device),
-                                 "dtype": str(model.output.weight.dtype).removeprefix("torch."),
-                                 "threads": torch.get_num_threads(),
-                                 "max_num_seqs": config.max_num_seqs})
+                           meta=TraceMeta(model=model.args.to_dict(), device=str(self.device),
+                                          dtype=str(model.output.weight.dtype).removeprefix("torch."),
+                                          threads=torch.get_num_threads(),
+                                          max_num_seqs=config.max_num_seqs))
         # The trace's time origin: the first step, on the phase clock.
         self._seed, self._n_added, self._n_steps, self._t0 = seed, 0, 0, math.nan
 

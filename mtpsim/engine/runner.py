@@ -29,6 +29,7 @@ from mtpsim.engine.model import PhaseTimer
 from mtpsim.errors import SpecError
 from mtpsim.fileio import portable
 from mtpsim.metrics import RequestRecord
+from mtpsim.records import RunExtra
 from mtpsim.result import PHASES, Result
 from mtpsim.sim.entities import draw_lengths
 from mtpsim.spec import Experiment
@@ -181,10 +182,10 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
     tr = engine.trace
     from mtpsim.uncertainty.domain import machine_info, setup_axes
 
-    tr.meta.update({"experiment": portable(exp.source), "seed": exp.seed, "weights": portable(path),
-                    "context_range": list(setup_axes(exp)["context"]),
-                    "clock": exp.reference.clock, "temperature": exp.workload.temperature,
-                    "machine": machine_info(str(device), torch.get_num_threads())})
+    tr.meta = tr.meta.copy(experiment=portable(exp.source), seed=exp.seed, weights=portable(path),
+                           context_range=list(setup_axes(exp)["context"]),
+                           clock=exp.reference.clock, temperature=exp.workload.temperature,
+                           machine=machine_info(str(device), torch.get_num_threads()))
     steps = max(len(tr.steps), 1)
     totals = tr.phase_totals()
     draft_decode = totals["draft_decode_indexer"] + totals["draft_decode_rest"]
@@ -194,14 +195,15 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
         mode="reference", policy=policy, requests=records, duration_s=duration,
         counters=engine.stats, seed=exp.seed, experiment=portable(exp.source), spec=exp.to_dict(),
         phases={p: totals[p] / steps for p in PHASES},
-        extra={"engine": "reference", "device": str(device), "threads": torch.get_num_threads(),
-               "clock": exp.reference.clock,
-               "output_tokens_sha256": hashlib.sha256(json.dumps(tokens).encode()).hexdigest(),
-               "weights": portable(path), "index_topk": topk, "max_num_seqs": conc,
-               "num_steps": len(tr.steps), "phases_total_s": totals,
-               "shadow_s": mtp.shadow_s, "mtp_indexer_calls_per_step": calls,
-               "mean_overlap_per_step": tr.mean_overlap(),
-               "indexer_share_of_draft_decode": totals["draft_decode_indexer"] / draft_decode
-               if draft_decode else None,
-               "draft_share_of_step": draft / max(sum(totals.values()), 1e-12)})
+        extra=RunExtra(
+            engine="reference", device=str(device), threads=torch.get_num_threads(),
+            clock=exp.reference.clock,
+            output_tokens_sha256=hashlib.sha256(json.dumps(tokens).encode()).hexdigest(),
+            weights=portable(path), index_topk=topk, max_num_seqs=conc,
+            num_steps=len(tr.steps), phases_total_s=totals,
+            shadow_s=mtp.shadow_s, mtp_indexer_calls_per_step=calls,
+            mean_overlap_per_step=tr.mean_overlap(),
+            indexer_share_of_draft_decode=totals["draft_decode_indexer"] / draft_decode
+            if draft_decode else None,
+            draft_share_of_step=draft / max(sum(totals.values()), 1e-12)))
     return result, tr

@@ -95,14 +95,14 @@ def finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
     except ResultError:
         return None  # not a finished result (writes are atomic): rerun the policy
     diff = ([] if res.mode == mode else ["engine"]) + ([] if res.policy == policy else ["policy"])
-    diff += [] if ("server_argv" in res.extra) == served else ["--server"]
+    diff += [] if (res.extra.server_argv is not None) == served else ["--server"]
     old, new = _settings(res.spec), _settings(exp.to_dict())
-    if weights_sha is not None and "weights_sha256" in res.extra:
+    if weights_sha is not None and res.extra.weights_sha256 is not None:
         for spec in (old, new):
             spec.get("reference", {}).pop("weights", None)
-        diff += [] if res.extra["weights_sha256"] == weights_sha else ["reference weights (content)"]
+        diff += [] if res.extra.weights_sha256 == weights_sha else ["reference weights (content)"]
     diff += _changed(old, new)
-    had = len(res.extra.get("rounds") or [None])
+    had = len(res.extra.rounds or [None])
     diff += [] if had == rounds else [f"rounds ({had} there, {rounds} now)"]
     if diff:
         shown = ", ".join(diff[:4]) + (f" and {len(diff) - 4} more" if len(diff) > 4 else "")
@@ -147,7 +147,7 @@ def finished_round(path: Path, mode: str, policy: str, exp: Experiment, served: 
     res = finished(path, mode, policy, exp, served, weights_sha, rounds=1)
     if res is None:
         return None
-    where = res.extra.get("round", {})
+    where = res.extra.round or {}
     if where.get("index") != r or where.get("of") != n_rounds:
         raise UserError(path, "extra.round", f"expected round {r + 1} of {n_rounds}, found "
                         f"{where}; rerun with --force or choose another --out")
@@ -235,14 +235,14 @@ def run_policies(run: RealRun, runner: Callable[..., Any], *, mode: str, served:
             after = probe.reading(fresh=True)
             del run.progress[name]
             if weights_sha is not None:
-                result.extra["weights_sha256"] = weights_sha
-            result.extra["round"] = {"index": r, "of": len(plan), "position": position,
-                                     "requests": [chunk.start, chunk.stop]}
+                result.extra.weights_sha256 = weights_sha
+            result.extra.round = {"index": r, "of": len(plan), "position": position,
+                                  "requests": [chunk.start, chunk.stop]}
             if before is not None:
-                result.extra["probe"] = {"before": before, "after": after}
-                run_trace.meta["probe"] = [before, after]
+                result.extra.probe = {"before": before, "after": after}
+                run_trace.meta.probe = [before, after]
             if len(plan) == 1:
-                result.extra["rounds"] = [rounds_mod.summary(result)]
+                result.extra.rounds = [rounds_mod.summary(result)]
                 run.results[name], run.traces[name] = result, run_trace
             else:
                 res_path.parent.mkdir(parents=True, exist_ok=True)

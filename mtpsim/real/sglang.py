@@ -108,14 +108,14 @@ class Sglang(ModelServer):
         return sglang_serve_argv(exp, policy, port), dict(exp.vllm.env)
 
     def scrape(self, exp: Experiment, policy: str, base_url: str, result: Result) -> None:
-        """SGLang's acceptance gauges into `result.extra["engine_gauges"]`; no count verdict."""
+        """SGLang's acceptance gauges into `result.extra.engine_gauges`; no count verdict."""
         import urllib.request
 
         with urllib.request.urlopen(base_url + "/metrics", timeout=10) as r:
             gauges = read_gauges(r.read().decode("utf-8", "replace"))
-        result.extra["engine_gauges"] = {
+        result.extra.engine_gauges = {
             **gauges, "note": "SGLang's recent averages, not totals over this run"}
-        result.extra["sharing_engaged"] = (
+        result.extra.sharing_engaged = (
             "sharing engaged: unknown (SGLang exposes no indexer calls per draft step; "
             f"index_share_for_mtp_iteration was set to {str(SHARING[policy]).lower()})")
 

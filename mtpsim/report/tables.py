@@ -150,7 +150,7 @@ def summary_lines(results: Mapping[str, Result]) -> list[str]:
         dlen = b.get("spec_decode_acceptance_length") - a.get("spec_decode_acceptance_length")
         line = (f"{n} vs {names[0]}: output throughput {signed(thr, 2, ' %')} (acceptance length "
                 f"{signed(dlen, 4) if math.isfinite(dlen) else 'n/a: no drafts'})")
-        saved = b.extra.get("step_saving_vs_fresh_s")
+        saved = b.extra.step_saving_vs_fresh_s
         if names[0] == "fresh" and saved is not None:
             verb = "saves" if saved >= 0 else "costs"
             line += (f"; {verb} {1e6 * abs(saved):.1f} µs per engine step on the same batch "

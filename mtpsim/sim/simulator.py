@@ -23,6 +23,7 @@ from mtpsim.metrics import RequestRecord, SpecDecodeCounters, latency_metrics, m
 from mtpsim.models.acceptance import draw_accepted
 from mtpsim.models.build import models_for
 from mtpsim.models.cost import StepShape
+from mtpsim.records import RunExtra
 from mtpsim.result import PHASES, Result
 from mtpsim.sim.bulk import MAX_BULK_STEPS, sum_min
 from mtpsim.sim.clock import Clock, StepLog
@@ -383,8 +384,7 @@ class Simulator:
         records = None
         # the acceptance length the model expects on the path drawn (no draw noise): what a
         # calibrated acceptance model predicts, apart from one run's sampling luck
-        extra_expected = {"expected_acceptance_length": 1.0 + float(reqs.expected_accepted.sum())
-                          / max(drafts, 1)}
+        expected_al = 1.0 + float(reqs.expected_accepted.sum()) / max(drafts, 1)
         if self.records:
             # Whole counts per position; a request's accepted tokens are their sum (expected-value
             # mode carries fractions, and rounding the total apart could break that identity).
@@ -401,25 +401,23 @@ class Simulator:
         log = self.log
         queue_s = at(reqs.admitted_at) - send
         kv, size = self.sched.kv, self.kv_size
-        memory = {"num_preemptions": self.sched.num_preemptions,
-                  "preempted_requests": int((reqs.preemptions > 0).sum()),
-                  "mean_queue_ms": 1e3 * float(queue_s.mean()),
-                  "median_queue_ms": 1e3 * median(queue_s),
-                  # KV cache per engine (tokens); peak share held; null: it never constrained
-                  "kv_cache_tokens": None if size is None else size.tokens,
-                  "kv_cache_peak_pct": None if kv is None else 100.0 * kv.peak / kv.blocks,
-                  # dp > 1: the records and latencies are one rank's, the busiest
-                  "dp_ranks": self.dp, "rank_requests": len(reqs)}
         return Result(
             mode="simulate", policy=self.policy, metrics=metrics, requests=records,
             seed=self.exp.seed, experiment=self.exp.source,
             spec=self.exp.to_dict() if self.records else {},
             phases={p: log.totals[p] / max(log.steps, 1) for p in PHASES},
-            extra={"num_steps": log.steps, "decode_only_steps": log.decode_only_steps,
-                   "python_iterations": log.python_iterations,
-                   "step_saving_vs_fresh_s": log.saved_vs_fresh_s / max(log.steps, 1),
-                   "phases_total_s": dict(log.totals),
-                   "acceptance_mode": self.exp.acceptance.mode, **memory, **extra_expected})
+            extra=RunExtra(
+                num_steps=log.steps, decode_only_steps=log.decode_only_steps,
+                python_iterations=log.python_iterations,
+                step_saving_vs_fresh_s=log.saved_vs_fresh_s / max(log.steps, 1),
+                phases_total_s=dict(log.totals), acceptance_mode=self.exp.acceptance.mode,
+                num_preemptions=self.sched.num_preemptions,
+                preempted_requests=int((reqs.preemptions > 0).sum()),
+                mean_queue_ms=1e3 * float(queue_s.mean()),
+                median_queue_ms=1e3 * median(queue_s),
+                kv_cache_tokens=None if size is None else size.tokens,
+                kv_cache_peak_pct=None if kv is None else 100.0 * kv.peak / kv.blocks,
+                dp_ranks=self.dp, rank_requests=len(reqs), expected_acceptance_length=expected_al))
 
 
 def simulate(exp: Experiment, policy: str, progress: Progress | None = None,

@@ -30,7 +30,8 @@ BENCH_METRICS = (*THROUGHPUTS, *LATENCIES, "spec_decode_acceptance_length")
 METRICS = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "p90_ttft_ms",
            "spec_decode_acceptance_length")
 # kept beside METRICS, not tabled: the acceptance length the model expects on the drawn path (no
-# Bernoulli draw noise), what coverage scores against a real run widened by that run's own noise
+# Bernoulli draw noise, RunExtra.expected_acceptance_length), what coverage scores against a real
+# run widened by that run's own noise; its name among a draw's figures
 EXPECTED_AL = "expected_acceptance_length"
 # discrepancy scores: timing level (all policies), timing per policy, acceptance level, per policy
 Z_NAMES = ("z_time", "z_time_policy", "z_accept", "z_accept_policy")
@@ -186,8 +187,8 @@ def run_draw(exp: Experiment, draw: Draw, calibration: Any = None) -> dict[str, 
         e_p = e if e.uncertainty.paired else dataclasses.replace(e, seed=e.seed + 1_000_003 * j)
         res = simulate(e_p, policy, None, cal, records=False, adjust=scaled(factors) if factors else None)
         out[policy] = {k: float(res.metrics[k]) for k in BENCH_METRICS}
-        if EXPECTED_AL in res.extra:
-            out[policy][EXPECTED_AL] = float(res.extra[EXPECTED_AL])
+        if res.extra.expected_acceptance_length is not None:
+            out[policy][EXPECTED_AL] = float(res.extra.expected_acceptance_length)
     return out
 
 

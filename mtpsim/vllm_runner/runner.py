@@ -24,6 +24,7 @@ from mtpsim.client.workload import (
 from mtpsim.console import StdConsole
 from mtpsim.errors import UserError
 from mtpsim.real.backend import BACKENDS, ServedBackend, backend
+from mtpsim.records import RunExtra, TraceMeta
 from mtpsim.result import Result, load_result
 from mtpsim.spec import Experiment
 from mtpsim.trace import Trace
@@ -140,7 +141,7 @@ def mtpsim_load(exp: Experiment, run: ServedRun, policy: str,
         result = outcome.to_result(mode=run.mode, policy=policy, seed=exp.seed,
                                    experiment=exp.source, spec=exp.to_dict())
         if outcome.errors:
-            result.extra["errors"] = sorted(set(outcome.errors))[:5]
+            result.extra.errors = sorted(set(outcome.errors))[:5]
         return result
     return load
 
@@ -162,8 +163,8 @@ def vllm_bench_load(exp: Experiment, run: ServedRun, policy: str) -> Callable[[s
         bench = load_result(folder / name)
         return Result(mode=run.mode, policy=policy, metrics=bench.metrics, seed=exp.seed,
                       experiment=exp.source, spec=exp.to_dict(),
-                      extra={"bench_client": "vllm bench serve", "bench_argv": argv,
-                             "bench_json": str(folder / name)})
+                      extra=RunExtra(bench_client="vllm bench serve", bench_argv=argv,
+                                     bench_json=str(folder / name)))
     return load
 
 
@@ -190,13 +191,12 @@ def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = 
             raise
         server.check_alive()
         engine.scrape(exp, policy, server.base_url, result)
-    result.extra.update({"engine": run.engine, "server_argv": argv,
-                         "server_env": {k: v for k, v in env.items()
-                                        if k.startswith(("VLLM_", "MTPSIM_"))}})
+    result.extra.engine, result.extra.server_argv = run.engine, argv
+    result.extra.server_env = {k: v for k, v in env.items() if k.startswith(("VLLM_", "MTPSIM_"))}
     trace = Trace(engine=run.mode, policy=policy, num_speculative_tokens=exp.k,
                   index_topk=exp.index_topk,
-                  meta={"note": "served run: per-step records need --trace (vLLM) or the "
-                        "in-process reference engine"})
+                  meta=TraceMeta(note="served run: per-step records need --trace (vLLM) or the "
+                                 "in-process reference engine"))
     return result, engine.collect(exp, policy, plugin_dir, result, trace, run.trace)
 
 
@@ -222,7 +222,7 @@ def _reference_verdict(base_url: str, policy: str, result: Result) -> None:
     with urllib.request.urlopen(base_url + "/mtpsim/indexer_counts", timeout=10) as r:
         counts = PluginCounts.from_json(json.loads(r.read()))
     line = sharing_verdict(counts).line()
-    result.extra.update({"sharing_engaged": line, "plugin_counts": counts.to_json()})
+    result.extra.sharing_engaged, result.extra.plugin_counts = line, counts.to_json()
     err_console.print(f"{policy}: {line}", highlight=False)
 
 
@@ -241,16 +241,16 @@ def _vllm_plugin_outputs(exp: Experiment, policy: str, folder: Path, result: Res
         best = max(counts, key=lambda c: sum(sum(s.forwards) for s in (
             *c.contexts.values(), *(c.device or {}).values())))
         line = sharing_verdict(best).line()
-        result.extra["plugin_counts"] = best.to_json()
-    result.extra["sharing_engaged"] = line
+        result.extra.plugin_counts = best.to_json()
+    result.extra.sharing_engaged = line
     err_console.print(f"{policy}: {line}", highlight=False)
     if traced and folder.is_dir():
         trace = rows_to_trace(read_rows(folder), policy, exp.k, exp.index_topk,
-                              meta={"source": str(folder)})
+                              meta=TraceMeta(source=str(folder)))
     if folder.is_dir() and (cut := truncated_processes(folder)):
         # A worker killed before its exit flush: the counts and rows it had not flushed are
         # gone, so say the trace is short rather than let it pass as complete.
-        trace.meta["truncated"] = cut
-        result.extra["trace_truncated"] = cut
+        trace.meta.truncated = cut
+        result.extra.trace_truncated = cut
         err_console.print(f"{policy}: trace truncated: {'; '.join(cut)}", highlight=False)
     return trace

@@ -69,8 +69,7 @@ class SmokeCheck:
 
 
 def _counts(result: Result) -> dict | None:
-    c = result.extra.get("plugin_counts")
-    return c if isinstance(c, dict) else None
+    return result.extra.plugin_counts
 
 
 def judge_steps(policy: str, forwards: list[int], indexer: list[int], k: int) -> tuple[bool, str]:
@@ -131,7 +130,7 @@ def check_policy(policy: str, result: Result, trace: Trace, k: int) -> list[Smok
         checked, wrong = c.get("compaction_rows_checked", 0), c.get("compaction_rows_wrong", 0)
         add("compaction ran", checked > 0 and wrong == 0, f"{wrong} wrong of {checked} rows")
     reqs = [r for s in trace.steps for r in s.requests]
-    cut = trace.meta.get("truncated")
+    cut = trace.meta.truncated
     overlaps = [o for r in reqs for o in r.overlap]
     complete = (bool(reqs) and not cut and all(0 < r.drafted <= k for r in reqs)
                 and all(0.0 <= o <= 1.0 for o in overlaps)

@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from mtpsim.records import TraceMeta
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace
 from mtpsim.trace_records import TraceRequest, TraceStep
@@ -51,7 +52,7 @@ def truncated_processes(folder: Path) -> list[str]:
 
 
 def rows_to_trace(rows: list[dict[str, Any]], policy: str, k: int, index_topk: int,
-                  meta: dict[str, Any]) -> Trace:
+                  meta: TraceMeta) -> Trace:
     overlaps: dict[tuple[int, str], dict[int, float]] = defaultdict(dict)
     verifies: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
@@ -73,6 +74,6 @@ def rows_to_trace(rows: list[dict[str, Any]], policy: str, k: int, index_topk: i
                                num_reqs=len(reqs), num_prefills=0,
                                phases=dict.fromkeys(PHASES, 0.0), shadow_s=0.0,
                                mtp_indexer_calls=[], requests=reqs))
-    meta = {**meta, "phases": "not measured inside vLLM (zeros)"}
+    meta = meta.copy(phases="not measured inside vLLM (zeros)")
     return Trace(engine="vllm", policy=policy, num_speculative_tokens=k, index_topk=index_topk,
                  steps=steps, meta=meta)
