@@ -156,7 +156,7 @@ def scored_values(out: Path) -> list:
         probes = [x for x in (_probe_cpu(r) for r in res.values()) if x]
         s = (statistics.fmean(probes) / p_cal) if probes and p_cal else 1.0
         for p in POLICIES:
-            rounds = res[p].extra.get("rounds", [])
+            rounds = res[p].extra.rounds or []
             for m in METRICS:
                 q = {float(k): v for k, v in pred["levels"][p][m].items()}
                 if m != "spec_decode_acceptance_length":  # the probe puts it on the run's machine

@@ -141,6 +141,7 @@ def merge_rounds(paths: list[Path], out: Path) -> None:
 
 def simulate_mean(toml: str, out: Path, cal_set: list[str]) -> None:
     """SEEDS seeded simulations; their metrics averaged into out/<policy>.json."""
+    from mtpsim.records import RunExtra
     from mtpsim.result import Result, load_result
 
     for seed in range(SEEDS):
@@ -150,7 +151,7 @@ def simulate_mean(toml: str, out: Path, cal_set: list[str]) -> None:
         runs = [load_result(out / "seeds" / str(seed) / f"{policy}.json") for seed in range(SEEDS)]
         Result("simulate", policy, _mean_metrics(runs), phases=runs[0].phases, seed=None,
                experiment=runs[0].experiment, spec=runs[0].spec,
-               extra={"mean_of_seeds": list(range(SEEDS))}).write(out / f"{policy}.json")
+               extra=RunExtra(mean_of_seeds=list(range(SEEDS)))).write(out / f"{policy}.json")
 
 
 def machine() -> str:

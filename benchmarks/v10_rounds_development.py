@@ -68,7 +68,7 @@ def main() -> None:
         mine.mkdir(parents=True, exist_ok=True)
         for p in v10.POLICIES:  # the pooled results; the scorer reads their rounds and probes
             shutil.copyfile(real / f"{p}.json", mine / f"{p}.json")
-        rounds = len(load_result(real / "fresh.json").extra.get("rounds") or [None])
+        rounds = len(load_result(real / "fresh.json").extra.rounds or [None])
         predict(a.out, name, rounds)
         print(f"{name}: predicted with workload.rounds={rounds}", flush=True)
     rep = v10.score(a.out)

@@ -32,7 +32,7 @@ D = ROOT / "docs" / "data" / "heldout-v10"
 def replay(name: str, cal, cal_path: str) -> dict:
     real_dir = D / name / "real"
     real = load_result(real_dir / "fresh.json")
-    rounds = len(real.extra["rounds"])
+    rounds = len(real.extra.rounds)
     sim = simulate(load_experiment(str(ROOT / "experiments" / "heldout" / "v10" / f"{name}.toml"),
                                    [f"calibration.file={json.dumps(cal_path)}", f"workload.rounds={rounds}"]),
                    "fresh")
@@ -53,8 +53,8 @@ def replay(name: str, cal, cal_path: str) -> dict:
     tpot, ttft = sim.get("median_tpot_ms") / real.get("median_tpot_ms"), sim.get("median_ttft_ms") / real.get(
         "median_ttft_ms")
     return {"config": name, "rounds": rounds, "prefill_steps_measured_over_calibrated": rp,
-            "decode_steps_measured_over_calibrated": rd, "steps_sim": sim.extra["num_steps"],
-            "steps_real": real.extra["num_steps"], "tpot_pred_over_real": tpot,
+            "decode_steps_measured_over_calibrated": rd, "steps_sim": sim.extra.num_steps,
+            "steps_real": real.extra.num_steps, "tpot_pred_over_real": tpot,
             "tpot_pred_x_decode_ratio_over_real": tpot * rd, "ttft_pred_over_real": ttft,
             "ttft_pred_x_prefill_ratio_over_real": ttft * rp}
 

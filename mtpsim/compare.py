@@ -68,8 +68,7 @@ def fidelity(real: Result, sim: Result) -> list[FidelityRow]:
 def bursts(res: Result) -> int:
     """How many consecutive rounds (each a burst of its own from t=0) a result's requests were
     served in: its pooled rounds (run-real; simulate with workload.rounds), else one stream."""
-    rounds = res.extra.get("rounds")
-    return len(rounds) if isinstance(rounds, list) and rounds else 1
+    return len(res.extra.rounds or []) or 1
 
 
 def workload_mismatch(real: Result, sim: Result) -> str | None:

@@ -142,7 +142,8 @@ class RunExtra(Record):
     probe: dict[str, Any] | None = None  # machine-speed readings before and after the run
     rounds: list[dict[str, Any]] | None = None  # a pooled result: each round's summary
     output_tokens_sha256_per_round: list[str | None] | None = None
-    mean_of_rounds: list[str] | None = None
+    mean_of_rounds: list[str] | None = None  # benchmarks/heldout_validation.py's averages
+    mean_of_seeds: list[int] | None = None
     node: dict[str, Any] | None = None
     repeat: int | None = None
     point_id: str | None = None

@@ -22,8 +22,10 @@ if TYPE_CHECKING:
     from mtpsim.sim.simulator import Progress
     from mtpsim.spec import Experiment
 
-EXPECTED_AL = "expected_acceptance_length"
-_SUMMED = ("num_preemptions", "preempted_requests", "decode_only_steps", "python_iterations")
+
+def _total(values: list[int | None], kept: int | None) -> int | None:
+    """The rounds' sum, or `kept` (the first round's, as pooled) when one round lacks it."""
+    return sum(v for v in values if v is not None) if None not in values else kept
 
 
 def check_rounds(exp: Experiment) -> int:
@@ -47,25 +49,29 @@ def simulate_rounds(exp: Experiment, run_chunk: Callable[[range], Result],
     parts: list[Result] = []
     for i, chunk in enumerate(rounds_mod.chunks(n, r)):
         res = run_chunk(chunk)
-        res.extra["round"] = {"index": i, "of": r, "requests": [chunk.start, chunk.stop]}
+        res.extra.round = {"index": i, "of": r, "requests": [chunk.start, chunk.stop]}
         parts.append(res)
         if progress is not None:
             progress(chunk.stop, n)
     pooled = rounds_mod.pool(parts)
-    extra = pooled.extra
-    for key in _SUMMED:
-        if all(key in p.extra for p in parts):
-            extra[key] = sum(p.extra[key] for p in parts)
+    extra, each = pooled.extra, [p.extra for p in parts]
+    extra.num_preemptions = _total([e.num_preemptions for e in each], extra.num_preemptions)
+    extra.preempted_requests = _total([e.preempted_requests for e in each], extra.preempted_requests)
+    extra.decode_only_steps = _total([e.decode_only_steps for e in each], extra.decode_only_steps)
+    extra.python_iterations = _total([e.python_iterations for e in each], extra.python_iterations)
     drafts = [float(p.get("spec_decode_num_drafts") or 0) for p in parts]
-    if all(EXPECTED_AL in p.extra for p in parts):  # draft-weighted, as the pooled counters are
-        gained = sum((p.extra[EXPECTED_AL] - 1.0) * d for p, d in zip(parts, drafts, strict=True))
-        extra[EXPECTED_AL] = 1.0 + gained / max(sum(drafts), 1.0)
-    queued = [(p.extra["mean_queue_ms"], len(p.requests or [])) for p in parts if "mean_queue_ms" in p.extra]
+    als = [e.expected_acceptance_length for e in each]
+    if None not in als:  # draft-weighted, as the pooled counters are
+        gained = sum((a - 1.0) * d for a, d in zip(als, drafts, strict=True))
+        extra.expected_acceptance_length = 1.0 + gained / max(sum(drafts), 1.0)
+    queued = [(e.mean_queue_ms, len(p.requests or [])) for e, p in zip(each, parts, strict=True)
+              if e.mean_queue_ms is not None]
     if len(queued) == len(parts):
-        extra["mean_queue_ms"] = sum(q * m for q, m in queued) / max(sum(m for _, m in queued), 1)
-        extra["median_queue_ms"] = max(p.extra["median_queue_ms"] for p in parts)  # an upper bound
-    peaks = [p.extra.get("kv_cache_peak_pct") for p in parts]
-    extra["kv_cache_peak_pct"] = None if None in peaks else max(peaks)
+        extra.mean_queue_ms = sum(q * m for q, m in queued) / max(sum(m for _, m in queued), 1)
+        medians = [e.median_queue_ms for e in each]
+        extra.median_queue_ms = None if None in medians else max(medians)  # an upper bound
+    peaks = [e.kv_cache_peak_pct for e in each]
+    extra.kv_cache_peak_pct = None if None in peaks else max(peaks)
     if exp.k == 0:  # plain decoding: one token per step, as a stream's result says
         pooled.metrics["spec_decode_acceptance_length"] = 1.0
         pooled.metrics.pop("spec_decode_acceptance_rate", None)
