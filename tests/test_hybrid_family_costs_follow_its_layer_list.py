@@ -93,7 +93,7 @@ def test_the_hybrid_simulates_and_sharing_skips_its_draft_indexer():
         assert r.metrics["completed"] == 8
         assert 0.5 < r.metrics["median_tpot_ms"] < 200
     assert fresh.phases["draft_decode_indexer"] > 0 == share.phases["draft_decode_indexer"]
-    assert np.isfinite(share.extra["step_saving_vs_fresh_s"])
+    assert np.isfinite(share.extra.step_saving_vs_fresh_s)
 
 
 @pytest.mark.parametrize("override, field", [

@@ -37,7 +37,7 @@ def test_each_round_is_a_burst_of_its_chunk_and_the_pool_is_run_reals():
     exp = _exp("workload.rounds=6")
     res = simulate(exp, "fresh")
     chunks = rounds_mod.chunks(24, 6)
-    assert [r["requests"] for r in res.extra["rounds"]] == [[c.start, c.stop] for c in chunks]
+    assert [r["requests"] for r in res.extra.rounds] == [[c.start, c.stop] for c in chunks]
     parts = [Simulator(exp, "fresh", requests=c).run() for c in chunks]
     # every round starts from an empty engine at t = 0: its first requests arrive together
     for part in parts:
