@@ -137,7 +137,7 @@ def test_cached_prefill_lengths_follow_every_preemption():
     sim = sim_mod.Simulator(experiment_from_dict(tight), "fresh")
     res = sim.run()
     reqs = sim.reqs
-    assert res.extra["num_preemptions"] > 0 and reqs.recompute.any()
+    assert res.extra.num_preemptions > 0 and reqs.recompute.any()
     assert sim.sched._plen == [reqs.prefill_len(r) for r in range(len(reqs))]
 
 
