@@ -1,12 +1,12 @@
 """Tables and lines printed as rich prints them to a file, without importing rich's console.
 
 Importing rich's console and table layers and laying a table out through them costs ~0.1 CPU-s,
-a quarter of what a short `mtpsim simulate` took before. When the output is not a terminal (so rich prints no style
-at all), `Table` (the subset of `rich.table.Table` the reports use) and plain strings are laid
-out here with rich's own word-wrapping and cell widths. Whatever this module does not lay out
-exactly as rich does (a table that does not fit and would wrap a column, markup, emoji codes,
-control characters, another box or justification) returns None, and rich prints it instead
-(`Table.__rich__`). A test compares the two renderings byte for byte.
+a quarter of what a short `mtpsim simulate` took before. When the output is not a terminal (so
+rich prints no style at all), `Table` (the subset of `rich.table.Table` the reports use) and
+plain strings are laid out here with rich's own word-wrapping and cell widths. Whatever this
+module does not lay out exactly as rich does (a table that does not fit and would wrap a
+column, markup, emoji codes, control characters, another box or justification) returns None,
+and rich prints it instead (`Table.__rich__`). A test compares the two renderings byte for byte.
 """
 
 from __future__ import annotations
