@@ -1,10 +1,11 @@
-"""v10's real steps replayed through v10's calibration (in-sample development, NOT a test): per
+"""A campaign's real steps replayed through its own calibration (v10: in-sample development on
+seen data; v11: a post-hoc look at the registered campaign's data, NOT part of its score): per
 configuration, the measured seconds of its prefill steps and of its decode-only steps over what the
 calibration's cost model prices for exactly those steps, and the rounds-simulated median TPOT /
 TTFT (workload.rounds = the rounds each ran) with and without that measured cost level. If the
 simulated schedule were wrong (scheduler, prefill batching), the corrected ratios would miss too.
 
-    python benchmarks/v10_step_replay.py [--out FILE]
+    python benchmarks/step_replay.py [--campaign v10|v11] [--out FILE]
 """
 
 from __future__ import annotations
@@ -26,14 +27,13 @@ from mtpsim.spec import load_experiment
 from mtpsim.trace import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
-D = ROOT / "docs" / "data" / "heldout-v10"
 
 
-def replay(name: str, cal, cal_path: str) -> dict:
-    real_dir = D / name / "real"
+def replay(name: str, cal, cal_path: str, data: Path, campaign: str) -> dict:
+    real_dir = data / name / "real"
     real = load_result(real_dir / "fresh.json")
     rounds = len(real.extra.rounds)
-    sim = simulate(load_experiment(str(ROOT / "experiments" / "heldout" / "v10" / f"{name}.toml"),
+    sim = simulate(load_experiment(str(ROOT / "experiments" / "heldout" / campaign / f"{name}.toml"),
                                    [f"calibration.file={json.dumps(cal_path)}", f"workload.rounds={rounds}"]),
                    "fresh")
     acc = {"pre": [0.0, 0.0], "dec": [0.0, 0.0]}
@@ -61,19 +61,23 @@ def replay(name: str, cal, cal_path: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=D / "development-rounds" / "step-replay.json")
+    ap.add_argument("--campaign", choices=("v10", "v11"), default="v10")
+    ap.add_argument("--out", type=Path)
     a = ap.parse_args()
-    cal_path = str(D / "calibration-bootstrap.json")
+    data = ROOT / "docs" / "data" / f"heldout-{a.campaign}"
+    out = a.out or (data / "development-rounds" / "step-replay.json" if a.campaign == "v10"
+                    else data / "step-replay.json")
+    cal_path = str(data / "calibration-bootstrap.json")
     cal = read_calibration(cal_path)
-    rows = [replay(p.parent.name, cal, cal_path) for p in sorted(D.glob("*/real"))]
+    rows = [replay(p.parent.name, cal, cal_path, data, a.campaign) for p in sorted(data.glob("*/real"))]
     summary = {}
     for k, v in rows[0].items():
         if isinstance(v, float):
             xs = [r[k] for r in rows]
             summary[k] = {"median": statistics.median(xs), "min": min(xs), "max": max(xs)}
             print(f"{k}: median {statistics.median(xs):.2f}, {min(xs):.2f}-{max(xs):.2f}")
-    atomic_write_json(a.out, {"rows": rows, "summary": summary,
-                              "note": "in-sample development on v10's seen data; timings not probe-scaled"})
+    atomic_write_json(out, {"rows": rows, "summary": summary, "campaign": a.campaign,
+                            "note": "post-hoc (v10: in-sample development); timings not probe-scaled"})
 
 
 if __name__ == "__main__":
