@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
-from mtpsim.numbers import signed
+from mtpsim.report.numbers import signed
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = settings(max_examples=12, deadline=None, database=None)

@@ -3,7 +3,7 @@
 from rich.console import Console
 
 from mtpsim.records import RunExtra
-from mtpsim.report import pr_table, summary_lines
+from mtpsim.report.tables import pr_table, summary_lines
 from mtpsim.result import PHASES, Result
 
 

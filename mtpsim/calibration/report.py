@@ -10,6 +10,7 @@ from rich.table import Table
 
 from mtpsim.calibration.schema import Calibration
 from mtpsim.policies import traits
+from mtpsim.report.numbers import number
 from mtpsim.result import PHASES
 
 
@@ -62,10 +63,6 @@ def _pair(v) -> bool:
             and all(isinstance(x, int | float) and math.isfinite(x) and x > 0 for x in v))
 
 
-def _f(x: float | None, fmt: str = ".3f") -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
-
-
 def acceptance_fit_table(cal: Calibration) -> Table:
     a = cal.acceptance
     kappa = "-" if a.kappa is None else f"{a.kappa:.3g}"
@@ -85,12 +82,12 @@ def acceptance_fit_table(cal: Calibration) -> Table:
                       f"{100 * pp['predicted']:.2f}%", f"{b0:+.3f}", f"{b1:+.3f}")
         alt = rep.get("kappa_step")
         t.add_row("", "bins", str(rep.get("events", "")), "", "",
-                  f"R² {_f(rep.get('r2'), '.2f')}",
-                  f"|res| {_f(rep.get('mean_abs_residual_pts'), '.2f')} pts", end_section=not alt)
+                  f"R² {number(rep.get('r2'), '.2f')}",
+                  f"|res| {number(rep.get('mean_abs_residual_pts'), '.2f')} pts", end_section=not alt)
         if alt:  # the per-step form, on the fitted overlap curve
             fitted = " / ".join(f"{100 * pp['predicted']:.1f}" for pp in alt.get("per_position", []))
-            t.add_row("", "kappa_step", "", "", f"{fitted} %", f"R² {_f(alt.get('r2'), '.2f')}",
-                      f"|res| {_f(alt.get('mean_abs_residual_pts'), '.2f')} pts", end_section=True)
+            t.add_row("", "kappa_step", "", "", f"{fitted} %", f"R² {number(alt.get('r2'), '.2f')}",
+                      f"|res| {number(alt.get('mean_abs_residual_pts'), '.2f')} pts", end_section=True)
     return t
 
 
@@ -101,16 +98,16 @@ def overlap_fit_table(cal: Calibration) -> Table:
     for policy, steps in cal.overlap.report.items():
         for j, s in enumerate(steps):
             t.add_row(policy if j == 0 else "", str(s["step"]), str(s["n"]),
-                      f"{s['mean_observed']:.3f}", f"{s['mean_predicted']:.3f}", _f(s.get("r2"), ".2f"),
-                      _f(s.get("rmse")))
+                      f"{s['mean_observed']:.3f}", f"{s['mean_predicted']:.3f}", number(s.get("r2"), ".2f"),
+                      number(s.get("rmse"), ".3f"))
     return t
 
 
 def cost_fit_table(cal: Calibration) -> Table:
     c = cal.cost
     t = Table(title=f"Step-cost fit to measured phase timings (host gap {1e6 * c.gap_s:.0f} µs/step; "
-              f"step R² {_f(c.report.get('step_r2'), '.3f')}, decode-step MAPE "
-              f"{_f(c.report.get('step_mape_pct'), '.1f')} %)", title_justify="left")
+              f"step R² {number(c.report.get('step_r2'), '.3f')}, decode-step MAPE "
+              f"{number(c.report.get('step_mape_pct'), '.1f')} %)", title_justify="left")
     for col in ("Phase", "Steps", "R²", "RMSE (ms)", "Coefficients"):
         t.add_column(col, justify="left" if col in ("Phase", "Coefficients") else "right")
     for p in PHASES:
@@ -120,8 +117,8 @@ def cost_fit_table(cal: Calibration) -> Table:
         if att:  # the per-key price came from the traced sparse-attention seconds
             coefs += (f" (sparse attention {att['share_pct']:.0f} % of the phase: "
                       f"{att['ns_per_key']:.3g} ns/key + {att.get('us_per_call', 0.0):.3g} µs/call, "
-                      f"R² {_f(att['r2'], '.2f')})")
-        t.add_row(p, str(fit.n), _f(fit.r2, ".3f"), _f(1e3 * fit.rmse_s, ".3f"), coefs or "0")
+                      f"R² {number(att['r2'], '.2f')})")
+        t.add_row(p, str(fit.n), number(fit.r2, ".3f"), number(1e3 * fit.rmse_s, ".3f"), coefs or "0")
     for tr in c.report.get("traces", []):
         t.add_row(f"  total, {tr['policy']}", str(tr["steps"]), "", "",
                   f"measured {tr['measured_s']:.2f} s, fitted {tr['predicted_s']:.2f} s "

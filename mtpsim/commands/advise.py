@@ -11,6 +11,7 @@ from rich.table import Table
 
 from mtpsim.console import StdConsole
 from mtpsim.fileio import dumps
+from mtpsim.report.numbers import signed_interval
 
 console = StdConsole()
 err_console = StdConsole(stderr=True)
@@ -157,7 +158,7 @@ def _same_k_verdict(iv, policy: str, base: str, metric: str, k: int) -> str:
 
 
 def _iv(iv, unit: str = " %") -> str:
-    return f"{iv.median:+.2f}{unit} [{iv.lo:+.2f}, {iv.hi:+.2f}]"
+    return signed_interval(iv.median, iv.lo, iv.hi, 2, unit)
 
 
 def _doubt(adv, prob) -> dict | None:

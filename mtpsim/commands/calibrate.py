@@ -56,7 +56,7 @@ def calibrate(
     """
     from mtpsim.calibration.factors import calibrate as fit_factors
     from mtpsim.calibration.factors import identifiable
-    from mtpsim.report import fit_table
+    from mtpsim.report.tables import fit_table
     from mtpsim.spec import load_experiment
     from mtpsim.spec.roles import setup_overrides
 

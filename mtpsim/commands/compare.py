@@ -12,7 +12,7 @@ from rich.table import Table
 from mtpsim.console import StdConsole
 from mtpsim.errors import UserError
 from mtpsim.fileio import dumps
-from mtpsim.numbers import signed
+from mtpsim.report.numbers import signed, sized
 
 if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
     from mtpsim.compare import ABReport, ABRow
@@ -44,16 +44,6 @@ def _load_inputs(inputs: list[str]) -> list[Result]:
     return out
 
 
-def _fmt(x: float, key: str = "") -> str:
-    if math.isnan(x):
-        return "-"
-    from mtpsim.numbers import is_count
-
-    if is_count(key) or abs(x) >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:.2f}" if abs(x) >= 0.1 or x == 0 else f"{x:.4f}"
-
-
 def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
@@ -62,7 +52,7 @@ def _ci(r: ABRow) -> str:
     if not r.has_ci:
         return "-"
     unit = "%" if r.ci_pct else ""
-    return f"[{_fmt(r.ci_low)}{unit}, {_fmt(r.ci_high)}{unit}]"
+    return f"[{sized(r.ci_low)}{unit}, {sized(r.ci_high)}{unit}]"
 
 
 def _verdict(rep: ABReport, r: ABRow) -> str:
@@ -70,11 +60,11 @@ def _verdict(rep: ABReport, r: ABRow) -> str:
         return "placebo: step 0 identical by design"
     noise = rep.within_noise(r)
     if r.verdict:
-        floor = f"; within noise (±{_fmt(rep.noise_floor[r.key])})" if noise else ""  # type: ignore[index]
+        floor = f"; within noise (±{sized(rep.noise_floor[r.key])})" if noise else ""  # type: ignore[index]
         return f"{r.verdict}{floor}"
     if noise:
-        return f"within noise (±{_fmt(rep.noise_floor[r.key])})"  # type: ignore[index]
-    return f"clears noise (±{_fmt(rep.noise_floor[r.key])})" if noise is False else ""  # type: ignore[index]
+        return f"within noise (±{sized(rep.noise_floor[r.key])})"  # type: ignore[index]
+    return f"clears noise (±{sized(rep.noise_floor[r.key])})" if noise is False else ""  # type: ignore[index]
 
 
 def _ab_table(rep: ABReport, mode: str) -> Table:
@@ -98,7 +88,7 @@ def _ab_table(rep: ABReport, mode: str) -> Table:
         t.add_column(col, justify="left" if col in ("Metric", "Verdict") else "right")
     for r in rep.rows:
         rel = r.paired_mean_pct if r.rounds else r.rel_pct  # paired: the CI's own centre
-        t.add_row(r.label, _fmt(r.a, r.key), _fmt(r.b, r.key), _fmt(r.delta, r.key), signed(rel, 2, "%"),
+        t.add_row(r.label, sized(r.a, r.key), sized(r.b, r.key), sized(r.delta, r.key), signed(rel, 2, "%"),
                   *((_ci(r), "-" if r.p_above != r.p_above else f"{r.p_above:.2f}") if has_ci else ()),
                   _verdict(rep, r))
     from mtpsim.report.fit import footnote_dashes
@@ -197,7 +187,7 @@ def compare(
             for col in ("Metric", "Real", "Sim", "Error %"):
                 t.add_column(col, justify="left" if col == "Metric" else "right")
             for r in rows:
-                t.add_row(r.label, _fmt(r.real, r.key), _fmt(r.sim, r.key), f"{r.error_pct:+.1f}")
+                t.add_row(r.label, sized(r.real, r.key), sized(r.sim, r.key), f"{r.error_pct:+.1f}")
             print_table(console, t)
     held = sorted({p for pols in by_mode.values() for p in pols})
     if any(len(p) > 1 for p in by_mode.values()) and not any(baseline in p for p in by_mode.values()):
@@ -290,7 +280,7 @@ def _compare_sweep(path: Path, baseline: str, num_boot: int, seed: int, as_json:
                 unit = "%" if s.relative else ""
                 each = ", ".join(f"{d:+.2f}{unit}" for d in s.deltas)
                 console.print(f"  between repeats, {s.metric} delta: [{each}] mean "
-                              f"{_fmt(s.mean)}{unit}, sd {_fmt(s.sd)}{unit}", highlight=False)
+                              f"{sized(s.mean)}{unit}, sd {sized(s.sd)}{unit}", highlight=False)
     if not out:
         raise UserError(path, None, f"expected a real sweep with the baseline policy {baseline!r} "
                         "and another in some point")

@@ -199,8 +199,8 @@ def run_real(
     wall = time.perf_counter() - t0
     results, traces = state.results, state.traces
 
-    from mtpsim.report import phase_table, pr_table, summary_lines
     from mtpsim.report.fit import print_table
+    from mtpsim.report.tables import phase_table, pr_table, summary_lines
     from mtpsim.report.titles import setup_title
 
     print_table(console, pr_table(results, title=setup_title(exp, engine, own_model=caps.own_model)))

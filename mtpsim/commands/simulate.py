@@ -134,8 +134,8 @@ def simulate(
     from mtpsim.errors import UserError
     from mtpsim.fileio import output_dir, output_file
     from mtpsim.policies import policy_flag
-    from mtpsim.report import measured_table, phase_table, pr_table, prefill_table, summary_lines
     from mtpsim.report.fit import print_table
+    from mtpsim.report.tables import measured_table, phase_table, pr_table, prefill_table, summary_lines
     from mtpsim.report.titles import setup_title
     from mtpsim.spec.roles import setup_overrides
 

@@ -19,18 +19,14 @@ from rich.table import Table
 
 from mtpsim.console import StdConsole
 from mtpsim.fileio import dumps
-from mtpsim.numbers import signed
+from mtpsim.report.numbers import number, signed
 
 console = StdConsole()
 err_console = StdConsole(stderr=True)
 
-_COLUMNS = (("output_throughput", "out tok/s", "{:,.0f}"), ("median_tpot_ms", "TPOT ms", "{:.2f}"),
-            ("median_ttft_ms", "TTFT ms", "{:,.0f}"), ("spec_decode_acceptance_length", "acc len", "{:.3f}"),
-            ("request_throughput", "req/s", "{:.3f}"))
-
-
-def _fmt(fmt: str, v: Any) -> str:
-    return "-" if not isinstance(v, int | float) or math.isnan(v) else fmt.format(v)
+_COLUMNS = (("output_throughput", "out tok/s", ",.0f"), ("median_tpot_ms", "TPOT ms", ".2f"),
+            ("median_ttft_ms", "TTFT ms", ",.0f"), ("spec_decode_acceptance_length", "acc len", ".3f"),
+            ("request_throughput", "req/s", ".3f"))
 
 
 # Short axis headers, so a grid fits the terminal; the caption spells out the ones used.
@@ -60,7 +56,7 @@ def _table(rows: list[dict[str, Any]], keys: list[str], title: str) -> Table:
         else:
             delta = signed(100 * (tput / base[point] - 1), 2, "%")
         t.add_row(*[str(r[k]) for k in keys], r["policy"],
-                  *[_fmt(f, r.get(m)) for m, _, f in _COLUMNS], delta)
+                  *[number(r.get(m), f) for m, _, f in _COLUMNS], delta)
     return t
 
 

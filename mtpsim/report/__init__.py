@@ -1,15 +1,6 @@
-"""Rich tables: the upstream PR's benchmark layout (one column per policy, deltas), the phase
-breakdown per policy, simulated-vs-measured rows and a calibration fit."""
+"""Every table and plot, and the one formatting vocabulary they share (`numbers`).
 
-from mtpsim.report.tables import (
-    PR_ROWS,
-    fit_table,
-    measured_table,
-    phase_table,
-    pr_table,
-    prefill_table,
-    summary_lines,
-)
-
-__all__ = ["PR_ROWS", "fit_table", "measured_table", "phase_table", "prefill_table", "pr_table",
-           "summary_lines"]
+Modules: `numbers` (formatters), `tables` (the PR's benchmark layout, phases, measured rows, a
+fit), `fit` (printing a table to fit the terminal), `titles`, `interrupt`. Import the module
+you need; this package file imports nothing, so a light caller (the numbers) stays light.
+"""

@@ -7,9 +7,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from mtpsim.numbers import is_count, signed
 from mtpsim.plainprint import Table
 from mtpsim.report.fit import footnote_dashes
+from mtpsim.report.numbers import metric_value, signed
 from mtpsim.result import PHASES, Result
 
 # (label, key, kind): kind "rel" -> delta in %, "pp" -> percentage points, "abs" -> difference
@@ -48,16 +48,6 @@ def _rows(results: Mapping[str, Result]) -> list[tuple[str, str, str]]:
     return [*PR_ROWS, *[(f"Pos {i} (%)", f"pos{i}", "pp") for i in range(npos)]]
 
 
-def _fmt(x: float, key: str) -> str:
-    if math.isnan(x):
-        return "-"
-    if is_count(key):
-        return f"{x:,.0f}"
-    if key == "spec_decode_acceptance_length":
-        return f"{x:.3f}"
-    return f"{x:,.2f}"
-
-
 def _delta(a: float, b: float, kind: str) -> str:
     if math.isnan(a) or math.isnan(b):
         return "-"
@@ -80,7 +70,7 @@ def pr_table(results: Mapping[str, Result], title: str = "") -> Table:
         t.add_column(f"Δ {n}\nvs {base}", justify="right")
     for label, key, kind in _rows(results):
         vals = [_value(results[n], key) for n in names]
-        t.add_row(label, *[_fmt(v, key) for v in vals],
+        t.add_row(label, *[metric_value(v, key) for v in vals],
                   *[_delta(vals[0], v, kind) for v in vals[1:]])
     return footnote_dashes(t, "that result does not report the metric, so there is no value or delta")
 
@@ -182,7 +172,7 @@ def measured_table(results: Mapping[str, Result], measured: Mapping[str, Mapping
             s, m = _value(results[p], key), _value(real[p], key)
             star = "*" if p == fit_policy and key in fitted else ""
             err = _delta(m, s, kind)
-            cells += [_fmt(s, key), _fmt(m, key) + star, err]
+            cells += [metric_value(s, key), metric_value(m, key) + star, err]
         t.add_row(label, *cells)
     return footnote_dashes(t, "one side does not report the metric, so there is no error")
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mtpsim.report.numbers import compact
 from mtpsim.spec import Experiment
 
 
@@ -134,7 +135,7 @@ def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
         if d > 1e-9:
             dist += d
             per_axis[axis] = d
-            seen = _num(lo) if lo == hi else f"{_num(lo)}-{_num(hi)}"
+            seen = compact(lo) if lo == hi else f"{compact(lo)}-{compact(hi)}"
             notes.append(f"{axis} {shown} outside {seen} ({d:.1f})")
     here = exp_machine(exp)
     differs = False
@@ -166,7 +167,3 @@ def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
 # Probe ratios within this of 1 count as the same machine speed: the probe's own run-to-run
 # spread on one machine (benchmarks/probe_drift.py measures it; docs/uncertainty.md).
 PROBE_TOLERANCE = 0.10
-
-
-def _num(x: float) -> str:
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:g}"

@@ -13,7 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from mtpsim.report.numbers import signed
 from mtpsim.spec import Experiment
+
+_PCT = (2, " %", "−")  # signed percent, minus sign set as in prose
 
 DECISIVE = "output_throughput"
 
@@ -37,10 +40,6 @@ def summary_path(exp: Experiment) -> Path | None:
     if not p.is_absolute() and exp.source not in ("<memory>", ""):
         p = Path(exp.source).parent / p
     return p
-
-
-def _pct(x: float) -> str:
-    return f"{x:+.2f} %".replace("-", "−")
 
 
 def measured_delta(exp: Experiment, policy: str, base: str) -> float | None:
@@ -68,7 +67,7 @@ def headline(exp: Experiment, results: dict[str, Any], overridden: bool) -> list
         iv, n, eff = saved["iv"], saved["draws"], saved["eff"]
         se = f", MC SE {iv['mc_se']:.2f}" if isinstance(iv.get("mc_se"), int | float) else ""
         out.append(f"{policy} vs {base}, output throughput: {iv['verdict'].upper()} "
-                   f"{_pct(iv['median'])} [{_pct(iv['lo'])}, {_pct(iv['hi'])}] "
+                   f"{signed(iv['median'], *_PCT)} [{signed(iv['lo'], *_PCT)}, {signed(iv['hi'], *_PCT)}] "
                    f"({round(100 * saved['prob'])} % interval, {saved['which']}; {n} draws, "
                    f"{eff:.0f} effective{se}; {saved['path']})")
     else:
@@ -77,8 +76,8 @@ def headline(exp: Experiment, results: dict[str, Any], overridden: bool) -> list
     if (meas := measured_delta(exp, policy, base)) is not None:
         src = exp.calibration.measured_source or "the measured rows"
         where = " at the measured setup, not these settings" if overridden else ""
-        out.append(f"  measured{where}: {_pct(meas)} ({src})")
-    out.append(f"  this simulation: {_pct(sim)} (one seeded run, no interval; the table below)")
+        out.append(f"  measured{where}: {signed(meas, *_PCT)} ({src})")
+    out.append(f"  this simulation: {signed(sim, *_PCT)} (one seeded run, no interval; the table below)")
     return out
 
 

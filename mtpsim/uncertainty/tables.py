@@ -8,20 +8,20 @@ import math
 from rich import box
 from rich.table import Table
 
-from mtpsim.numbers import signed
 from mtpsim.report.fit import COMMAND
+from mtpsim.report.numbers import interval, number, signed_interval
 from mtpsim.uncertainty.draws import BENCH_METRICS, METRICS
 from mtpsim.uncertainty.posterior import ess
 from mtpsim.uncertainty.run import ALL_ROWS, PRIOR, UncertaintyRun
 from mtpsim.uncertainty.summary import Interval, verdict
 
-LABELS = {"request_throughput": ("Request throughput (req/s)", "{:,.3f}"),
-          "output_throughput": ("Output throughput (tok/s)", "{:,.1f}"),
-          "total_token_throughput": ("Total token throughput (tok/s)", "{:,.1f}"),
+LABELS = {"request_throughput": ("Request throughput (req/s)", ",.3f"),
+          "output_throughput": ("Output throughput (tok/s)", ",.1f"),
+          "total_token_throughput": ("Total token throughput (tok/s)", ",.1f"),
           **{f"{stat}_{m}_ms": (f"{stat.capitalize() if stat[0] != 'p' else stat.upper()} "
-                                f"{m.upper()} (ms)", "{:,.0f}" if m in ("ttft", "e2el") else "{:.2f}")
+                                f"{m.upper()} (ms)", ",.0f" if m in ("ttft", "e2el") else ".2f")
              for stat in ("mean", "median", "p90", "p99") for m in ("ttft", "tpot", "itl", "e2el")},
-          "spec_decode_acceptance_length": ("Acceptance length", "{:.3f}")}
+          "spec_decode_acceptance_length": ("Acceptance length", ".3f")}
 
 
 def choose_metrics(spec: str | None) -> tuple[str, ...]:
@@ -41,22 +41,14 @@ def choose_metrics(spec: str | None) -> tuple[str, ...]:
     return keys
 
 
-def _iv(iv: Interval, fmt: str) -> str:
-    if not math.isfinite(iv.median):
-        return "n/a"
-    return f"{fmt.format(iv.median)} [{fmt.format(iv.lo)}, {fmt.format(iv.hi)}]"
-
-
-def _num(x: float, fmt: str = "{:.2f}") -> str:
-    return fmt.format(x) if math.isfinite(x) else "n/a"
+def _iv(iv: Interval, spec: str) -> str:
+    return interval(iv.median, iv.lo, iv.hi, spec)
 
 
 def _delta(iv: Interval, metric: str) -> str:
-    if not math.isfinite(iv.median):
-        return "n/a"
     if metric == "spec_decode_acceptance_length":
-        return f"{signed(iv.median, 4)} [{signed(iv.lo, 4)}, {signed(iv.hi, 4)}]"
-    return f"{signed(iv.median)} % [{signed(iv.lo)}, {signed(iv.hi)}]"
+        return signed_interval(iv.median, iv.lo, iv.hi, 4)
+    return signed_interval(iv.median, iv.lo, iv.hi, 2, " %")
 
 
 def _se(iv: Interval, metric: str) -> str:
@@ -88,7 +80,7 @@ def intervals_table(run: UncertaintyRun, which: str, metrics: tuple[str, ...] = 
         cells = [_iv(s["metrics"][p][m], fmt) for p in run.policies]
         for p in run.policies[1:]:
             iv = s["deltas"][p][m]
-            cells += [_delta(iv, m), _num(iv.p_above), _se(iv, m),
+            cells += [_delta(iv, m), number(iv.p_above, ".2f", "n/a"), _se(iv, m),
                       verdict(iv, p, base, m, run.exp.k) if math.isfinite(iv.median) else "n/a"]
         t.add_row(label, *cells)
     return t
@@ -108,7 +100,7 @@ def measured_table(run: UncertaintyRun) -> Table:
                 continue
             label, fmt = LABELS[m]
             iv = cond["metrics"][p][m]
-            t.add_row(p, label, fmt.format(v), _iv(prior["metrics"][p][m], fmt), _iv(iv, fmt),
+            t.add_row(p, label, format(v, fmt), _iv(prior["metrics"][p][m], fmt), _iv(iv, fmt),
                       "yes" if iv.lo <= v <= iv.hi else "NO")
     return t
 
@@ -150,8 +142,8 @@ def noise_sensitivity_table(run: UncertaintyRun) -> Table | None:
     for r in rows:
         thr, tpot = r["output_throughput"], r["median_tpot_ms"]
         t.add_row(f"{r['timing_noise_pct']:g} %", f"{r['effective_draws']:.1f}",
-                  f"{thr['median']:+.2f} % [{thr['lo']:+.2f}, {thr['hi']:+.2f}]", thr["verdict"],
-                  f"{tpot['median']:+.2f} % [{tpot['lo']:+.2f}, {tpot['hi']:+.2f}]", tpot["verdict"])
+                  signed_interval(thr["median"], thr["lo"], thr["hi"], 2, " %"), thr["verdict"],
+                  signed_interval(tpot["median"], tpot["lo"], tpot["hi"], 2, " %"), tpot["verdict"])
     return t
 
 
