@@ -16,9 +16,9 @@ err_console = StdConsole(stderr=True)
 def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: int | None,
                          as_json: bool, out: Path | None, metrics: str | None = None) -> None:
     from mtpsim.fileio import atomic_write_json, output_dir
+    from mtpsim.report import uncertainty as tables
     from mtpsim.report.fit import print_lines, print_table
     from mtpsim.runs.executor import default_workers
-    from mtpsim.uncertainty import tables
     from mtpsim.uncertainty.limits import check_draws
     from mtpsim.uncertainty.run import ALL_ROWS, PRIOR, propagate
 
@@ -60,9 +60,7 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
 
 def sweep_uncertainty(experiment: str, axes, points, n: int, jobs: int, out: Path | None,
                       as_json: bool) -> None:
-    from rich import box
-    from rich.table import Table
-
+    from mtpsim.report import uncertainty as tables
     from mtpsim.report.fit import print_table
     from mtpsim.uncertainty.limits import check_draws, check_simulations
     from mtpsim.uncertainty.sweep import run_grid
@@ -76,21 +74,6 @@ def sweep_uncertainty(experiment: str, axes, points, n: int, jobs: int, out: Pat
                                "points": [{k: v for k, v in r.items() if k != "run"}
                                           for r in records]}, indent=2))
         return
-    t = Table(title=f"{experiment} sweep: median [90 % interval] over {n} draws per point",
-              title_justify="left", box=box.SIMPLE_HEAD)
-    for k in keys:
-        t.add_column(k.split(".")[-1].replace("num_speculative_tokens", "k"), justify="right")
-    for col in ("policy", "out tok/s", "TPOT ms", "Δ tok/s", "P(Δ>0)", "verdict", "flags"):
-        t.add_column(col)
-    for rec in records:
-        for row in rec["rows"]:
-            thr, tpot = row["output_throughput"], row["median_tpot_ms"]
-            d = row.get("throughput_delta_pct")
-            t.add_row(*[str(rec["values"][k]) for k in keys], row["policy"],
-                      f"{thr['median']:,.0f} [{thr['lo']:,.0f}, {thr['hi']:,.0f}]",
-                      f"{tpot['median']:.2f} [{tpot['lo']:.2f}, {tpot['hi']:.2f}]",
-                      "" if d is None else f"{d['median']:+.2f} % [{d['lo']:+.2f}, {d['hi']:+.2f}]",
-                      "" if d is None else f"{d['p_pos']:.2f}", row.get("verdict", ""),
-                      "EXTRAPOLATED" if rec["flags"] else "")
+    t = tables.sweep_table(experiment, keys, records, n)
     # cut to fit: the grid values and policy label repeat; a delta keeps its P and verdict
     print_table(console, t, keep=len(keys) + 1, group=(1, 1, 3, 1))

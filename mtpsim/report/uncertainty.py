@@ -1,5 +1,6 @@
 """Rich tables of an uncertainty run: intervals per policy, deltas with P(> 0) and a verdict,
-what conditioning did, the sensitivity table and the measurement to make next."""
+what conditioning did, the sensitivity table, the measurement to make next, and the
+`sweep --uncertainty` grid."""
 
 from __future__ import annotations
 
@@ -221,3 +222,28 @@ def mc_line(run: UncertaintyRun) -> str:
     need = int(math.ceil(len(run.draws) * (worst / MC_SE_TARGET) ** 2 / 32) * 32)
     return head + (f" > target {MC_SE_TARGET}: ends move by that much with the seed; about "
                    f"--uncertainty {need} would meet it")
+
+
+def _ends(d: dict) -> tuple[float, float, float]:
+    return d["median"], d["lo"], d["hi"]
+
+
+def sweep_table(experiment: str, keys: list[str], records: list[dict], n: int) -> Table:
+    """`sweep --uncertainty`: per grid point and policy, throughput and TPOT with their 90 %
+    intervals, the throughput delta against the first policy with P(Δ>0) and its verdict."""
+    t = Table(title=f"{experiment} sweep: median [90 % interval] over {n} draws per point",
+              title_justify="left", box=box.SIMPLE_HEAD)
+    for k in keys:
+        t.add_column(k.split(".")[-1].replace("num_speculative_tokens", "k"), justify="right")
+    for col in ("policy", "out tok/s", "TPOT ms", "Δ tok/s", "P(Δ>0)", "verdict", "flags"):
+        t.add_column(col)
+    for rec in records:
+        for row in rec["rows"]:
+            d = row.get("throughput_delta_pct")
+            t.add_row(*[str(rec["values"][k]) for k in keys], row["policy"],
+                      interval(*_ends(row["output_throughput"]), ",.0f"),
+                      interval(*_ends(row["median_tpot_ms"]), ".2f"),
+                      "" if d is None else signed_interval(*_ends(d), 2, " %"),
+                      "" if d is None else number(d["p_pos"], ".2f"), row.get("verdict", ""),
+                      "EXTRAPOLATED" if rec["flags"] else "")
+    return t
