@@ -175,12 +175,30 @@ def test_a_cache_that_holds_every_request_changes_nothing():
 
 def test_a_cache_that_cannot_hold_one_request_is_one_line_exit_2(tmp_path):
     p = tmp_path / "e.toml"
-    p.write_text('[hardware]\npreset = "h200"\n[engine]\ntp = 8\n[workload]\ninput_len = 2000000\n'
-                 'output_len = 100\nnum_prompts = 2\n')
+    # a model whose configured context is unknown: no max_model_len to check first
+    p.write_text('[model]\nmax_position_embeddings = 0\n[hardware]\npreset = "h200"\n[engine]\ntp = 8\n'
+                 '[workload]\ninput_len = 2000000\noutput_len = 100\nnum_prompts = 2\n')
     res = CliRunner().invoke(app, ["simulate", str(p)])
     assert res.exit_code == 2, res.output
     assert "engine.gpu_memory_utilization: expected a KV cache that holds one request" in res.output
     assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_a_request_longer_than_max_model_len_is_one_line_exit_2(tmp_path):
+    p = tmp_path / "e.toml"
+    p.write_text('[hardware]\npreset = "h200"\n[engine]\ntp = 8\nmax_model_len = 4096\n'
+                 '[workload]\ninput_len = 4000\noutput_len = 100\nnum_prompts = 2\n')
+    res = CliRunner().invoke(app, ["simulate", str(p)])
+    assert res.exit_code == 2, res.output
+    assert ("workload.input_len: expected prompt + output tokens within max_model_len = 4,096"
+            in res.output and "4,000 + 100" in res.output)
+    assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+    # drawn lengths are checked request by request: a lognormal tail past the limit too
+    p.write_text('[hardware]\npreset = "h200"\n[engine]\ntp = 8\nmax_model_len = 4096\n'
+                 '[workload]\ninput_len = 1000\noutput_len = 100\nnum_prompts = 400\n'
+                 'input_len_distribution = "lognormal"\ninput_len_spread = 1.5\n')
+    res = CliRunner().invoke(app, ["simulate", str(p)])
+    assert res.exit_code == 2 and "workload.input_len" in res.output, res.output
 
 
 def test_the_shipped_high_concurrency_experiments_say_whether_the_cache_holds_them():

@@ -88,11 +88,12 @@ def test_a_kv_cache_that_cannot_hold_one_request_is_refused():
     # a batch that overflows the cache is simulated (vLLM queues and preempts); one request
     # that cannot fit even alone is refused
     batch = experiment_from_dict({"model": {"quantization": "nvfp4"}, "engine": {"tp": 4,
-                                  "max_num_seqs": 64},
+                                  "max_num_seqs": 64, "max_model_len": 262_144},
                                   "workload": {"input_len": 200_000, "output_len": 1000,
                                                "max_concurrency": 64}})
     check_fits(batch)
-    one = experiment_from_dict({"model": {"quantization": "nvfp4"}, "engine": {"tp": 4},
+    one = experiment_from_dict({"model": {"quantization": "nvfp4", "max_position_embeddings": 0},
+                                "engine": {"tp": 4},
                                 "workload": {"input_len": 9_000_000, "output_len": 1000}})
     with pytest.raises(SpecError, match="engine.gpu_memory_utilization: expected a KV cache that "
                        "holds one request"):

@@ -89,10 +89,23 @@ def check_fits(exp: Experiment, source: str | None = None) -> KvCacheSize:
                         f"{kv.budget / 2**30:.0f} GiB (hardware.memory_gib x gpu_memory_utilization)")
     check_max_model_len(exp, kv, src)
     w = exp.workload
-    longest = request_tokens(exp, _longest(w.input_len, w.input_len_distribution, w.input_len_spread),
-                             _longest(w.output_len, w.output_len_distribution, w.output_len_spread))
-    check_holds_one(exp, kv, longest, src)
+    prompt = _longest(w.input_len, w.input_len_distribution, w.input_len_spread)
+    output = _longest(w.output_len, w.output_len_distribution, w.output_len_spread)
+    check_within_max_model_len(exp, prompt, output, src)
+    check_holds_one(exp, kv, request_tokens(exp, prompt, output), src)
     return kv
+
+
+def check_within_max_model_len(exp: Experiment, prompt: float, output: float,
+                               source: str | None = None) -> None:
+    """vLLM rejects a request whose prompt and max_tokens exceed max_model_len (the server
+    answers 400; the benchmark counts it failed), which mtpsim does not simulate: one line."""
+    longest = max_model_len(exp)
+    if longest and prompt + output > longest:
+        raise SpecError(source or exp.source, "workload.input_len",
+                        f"expected prompt + output tokens within max_model_len = {longest:,} "
+                        f"(vLLM rejects a longer request; engine.max_model_len sets it): the "
+                        f"longest request is {prompt:,.0f} + {output:,.0f}")
 
 
 def max_model_len(exp: Experiment) -> int:

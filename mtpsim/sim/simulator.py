@@ -152,7 +152,12 @@ class Simulator:
         """vLLM's KV cache for this workload; None when it holds every request that can be in
         flight at once at its full length (then it never constrains the schedule). A calibration
         fitted on the CPU reference engine has no GPU memory to model."""
-        from mtpsim.models.memory import check_holds_one, kv_cache_size, request_tokens
+        from mtpsim.models.memory import (
+            check_holds_one,
+            check_within_max_model_len,
+            kv_cache_size,
+            request_tokens,
+        )
 
         exp = self.exp
         if calibration is not None or exp.calibration.file:
@@ -162,6 +167,8 @@ class Simulator:
         reqs = self.reqs
         need = np.ceil(request_tokens(exp, reqs.input_len, reqs.output_len) / size.block_size)
         longest = int(need.argmax())
+        check_within_max_model_len(exp, float(reqs.input_len[longest]),
+                                   float(reqs.output_len[longest]))
         check_holds_one(exp, size, float(request_tokens(exp, reqs.input_len[longest],
                                                          reqs.output_len[longest])))
         in_flight = min(exp.engine.max_num_seqs, self.client.limit, len(reqs))
