@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mtpsim.plots import _pyplot, _save
+from mtpsim.report.plots import pyplot, save_png
 
 
 def _label(d: Path, args: dict[str, Any]) -> str:
@@ -22,7 +22,7 @@ def _label(d: Path, args: dict[str, Any]) -> str:
 
 
 def plot_overlap(runs: list[tuple[str, list[dict[str, Any]]]], path: Path) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     steps = sorted({r["step"] for _, s in runs for r in s})
     fig, axes = plt.subplots(1, len(steps), figsize=(6 * len(steps), 4.5), sharey=True, squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -45,11 +45,11 @@ def plot_overlap(runs: list[tuple[str, list[dict[str, Any]]]], path: Path) -> Pa
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("top-k overlap (mean over windows, 95% CI)")
     axes[0][-1].legend(fontsize=6, ncol=2)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def plot_acceptance(runs: list[tuple[str, list[dict[str, Any]]]], path: Path) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     panels = sorted({(lab, r["context"], r["temperature"]) for lab, s in runs for r in s})
     fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 4), sharey=True, squeeze=False)
     for ax, (lab, ctx, temp) in zip(axes[0], panels, strict=True):
@@ -68,7 +68,7 @@ def plot_acceptance(runs: list[tuple[str, list[dict[str, Any]]]], path: Path) ->
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("acceptance minus fresh (pp, 95% CI)")
     axes[0][-1].legend(fontsize=7)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def main() -> None:

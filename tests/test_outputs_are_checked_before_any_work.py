@@ -10,8 +10,8 @@ from pathlib import Path
 from _synthetic_traces import make_trace
 from typer.testing import CliRunner
 
-from mtpsim import command_plots
 from mtpsim.cli import app
+from mtpsim.report import plots as figures
 from mtpsim.result import Result
 
 EXPERIMENT = Path(__file__).parent.parent / "experiments" / "pr47352.toml"
@@ -72,9 +72,9 @@ def test_plot_names_are_sanitized_even_if_a_reader_let_one_through(tmp_path, mon
     res = Result(mode="simulate", policy="fresh",
                  metrics={"spec_decode_per_position_acceptance_rates": [0.8, 0.5]})
     plots = tmp_path / "in" / "plots"
-    paths = command_plots.simulate_plots({"fresh": res}, plots, [tmp_path / "t.jsonl"])
+    paths = figures.simulate_plots({"fresh": res}, plots, [tmp_path / "t.jsonl"])
     assert len(paths) == 3
     for p in paths:
         assert p.resolve().parent == plots.resolve() and p.is_file()
     assert {q.parent for q in tmp_path.rglob("*.png")} == {plots}
-    assert command_plots.file_stem("../../x") == "x" and command_plots.file_stem("..") == "unnamed"
+    assert figures.file_stem("../../x") == "x" and figures.file_stem("..") == "unnamed"

@@ -1,6 +1,7 @@
 """Plots write real PNG files; terminal bars are proportional."""
 
-from mtpsim.plots import acceptance_terminal, bar, plot_acceptance, plot_overlap, plot_sim_vs_real, plot_sweep
+from mtpsim.report.plots import plot_acceptance, plot_overlap, plot_sim_vs_real, plot_sweep
+from mtpsim.report.tables import acceptance_terminal, bar
 from mtpsim.result import Result
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

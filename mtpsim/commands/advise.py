@@ -99,7 +99,7 @@ def advise(
     print_table(console, _table(adv, rows, prob), keep=2, group=(1, 1, 2, 1, 3))
     print_lines(console, verdict)
     if plot is not None:
-        from mtpsim.uncertainty.plot import gain_plot
+        from mtpsim.report.plots import gain_plot
 
         console.print(f"plot: {gain_plot(adv, prob, plot / 'advise-gain.png')}", highlight=False)
 

@@ -231,7 +231,7 @@ def compare(
                         f"acceptance change (±{rep.noise_floor['pos0']:.2f} points) is run-to-run noise; "
                         "acceptance deltas inside the scaled floor are not told apart from it.")
     if plot is not None:
-        from mtpsim.command_plots import compare_plots
+        from mtpsim.report.plots import compare_plots
 
         paths = compare_plots({p: (real[p], sim[p]) for p in real if p in sim}, by_mode, plot)
         if not as_json:

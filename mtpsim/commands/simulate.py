@@ -223,11 +223,11 @@ def simulate(
     print_table(console, phase_table(results))
     if calibration is None and not exp.calibration.file:  # a trace fit prices steps otherwise
         print_table(console, prefill_table(exp, exp.policies[0]))
-    from mtpsim.plots import acceptance_terminal
+    from mtpsim.report.tables import acceptance_terminal
 
     console.print(acceptance_terminal(results))
     if plot is not None:
-        from mtpsim.command_plots import simulate_plots
+        from mtpsim.report.plots import simulate_plots
 
         for p in simulate_plots(results, plot, trace or []):
             console.print(f"plot: {p}", highlight=False)

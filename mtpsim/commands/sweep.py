@@ -301,7 +301,7 @@ def _simulated(experiment: Path, set_: list[str] | None, axes: list, points: lis
         for n in notes:
             console.print(f"note: {n}", highlight=False)
         if plot is not None:
-            from mtpsim.command_plots import sweep_plots
+            from mtpsim.report.plots import sweep_plots
 
             for p in sweep_plots(rows, keys, plot):
                 console.print(f"plot: {p}", highlight=False)
@@ -373,7 +373,7 @@ def _real(experiment: Path, set_: list[str] | None, axes: list, points: list, ou
                                     f"({plan.engine}, mean of {plan.repeats} repeats)"),
                     keep=len(keys) + 1)
         if plot is not None:
-            from mtpsim.command_plots import sweep_plots
+            from mtpsim.report.plots import sweep_plots
 
             for p in sweep_plots(rows, keys, plot):
                 console.print(f"plot: {p}", highlight=False)

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from mtpsim.plainprint import Table
+from mtpsim.plainprint import Styled, Table
 from mtpsim.report.fit import footnote_dashes
 from mtpsim.report.numbers import metric_value, signed
 from mtpsim.result import PHASES, Result
@@ -188,4 +188,32 @@ def fit_table(before: Mapping[str, float], after: Mapping[str, float],
         t.add_row(n, f"{before[n]:.4g}", f"{after[n]:.4g}", "")
     for m, v in measured.items():
         t.add_row(m, f"{v:.4g}", f"{simulated[m]:.4g}", f"{100 * (simulated[m] / v - 1):+.2f} %")
+    return t
+
+
+_BLOCKS = " ▏▎▍▌▋▊▉█"
+
+
+def bar(fraction: float, width: int = 30) -> str:
+    """A horizontal bar of `width` cells for a fraction in [0, 1], eighth-cell resolution."""
+    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
+    full, part = divmod(eighths, 8)
+    return ("█" * full + (_BLOCKS[part] if part else "")).ljust(width)
+
+
+def acceptance_terminal(results: Mapping[str, Result], width: int = 30) -> Table:
+    """Per-position acceptance (vLLM's marginal rates) per policy, as bars in a table."""
+    t = Table(title="Per-position acceptance", title_justify="left", box=False, pad_edge=False)
+    t.add_column("Position")
+    t.add_column("Policy")
+    t.add_column("Rate", justify="right")
+    t.add_column("")
+    npos = max((len(r.get("spec_decode_per_position_acceptance_rates") or []) for r in results.values()),
+               default=0)
+    for i in range(npos):
+        for j, (policy, res) in enumerate(results.items()):
+            rates = res.get("spec_decode_per_position_acceptance_rates") or []
+            if i < len(rates):
+                t.add_row(str(i) if j == 0 else "", policy, f"{100 * rates[i]:.2f}%",
+                          Styled(bar(rates[i], width), style=f"color({(j % 6) + 1})"))
     return t
