@@ -8,8 +8,8 @@ import dataclasses
 
 import pytest
 
-from mtpsim.calibration.report import probe_figures
 from mtpsim.calibration.schema import read_calibration
+from mtpsim.calibration.traces import probe_figures
 from mtpsim.models.build import probe_scale, sim_models
 from mtpsim.models.cost import StepShape
 from mtpsim.records import TraceMeta

@@ -27,7 +27,7 @@ def _traces(tmp_path: Path) -> list[Path]:
 
 
 def test_save_calibration_onto_a_folder_is_refused_before_the_fit(tmp_path, monkeypatch):
-    import mtpsim.calibration.report as report
+    import mtpsim.calibration.traces as report
 
     def never(*a, **kw):
         raise AssertionError("the fit ran before the output was checked")
@@ -65,7 +65,7 @@ def test_a_trace_policy_cannot_name_a_file_outside_the_plot_folder(tmp_path):
 
 def test_plot_names_are_sanitized_even_if_a_reader_let_one_through(tmp_path, monkeypatch):
     """Second line of defence: the figure writer keeps any name inside the folder."""
-    import mtpsim.calibration.report as report
+    import mtpsim.calibration.traces as report
 
     monkeypatch.setattr(report, "overlap_points",
                         lambda traces: {"../../escaped": [(1, 100, 0.5)], "a/b\nc": [(1, 9, 0.1)]})

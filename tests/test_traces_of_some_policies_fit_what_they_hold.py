@@ -14,7 +14,7 @@ from _synthetic_traces import make_trace
 from typer.testing import CliRunner
 
 from mtpsim.calibration.partial import fill_from_spec
-from mtpsim.calibration.report import fit_from_traces
+from mtpsim.calibration.traces import fit_from_traces
 from mtpsim.cli import app
 from mtpsim.spec import load_experiment
 

@@ -71,8 +71,8 @@ def test_throughput_and_tpot_follow_the_adjusted_acceptance_length():
 
 
 def test_a_calibration_covers_the_context_span_its_runs_drew_from():
-    from mtpsim.calibration.report import with_trace_meta
     from mtpsim.calibration.schema import Calibration
+    from mtpsim.calibration.traces import with_trace_meta
     from mtpsim.records import TraceMeta
 
     class Tr:

@@ -166,7 +166,8 @@ def simulate(
     if save_calibration is not None:
         output_file(save_calibration, "--save-calibration")
     if trace:
-        from mtpsim.calibration.report import fit_from_traces, fit_tables
+        from mtpsim.calibration.traces import fit_from_traces
+        from mtpsim.report.calibration import fit_tables
 
         calibration = fit_from_traces(trace)
         if bootstrap:

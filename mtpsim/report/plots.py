@@ -144,7 +144,7 @@ def simulate_plots(results: Mapping[str, Result], out: Path,
     """Per-position acceptance per policy; with traces, overlap vs context per draft step."""
     paths = [plot_acceptance(results, out / "acceptance.png")]
     if traces:
-        from mtpsim.calibration.report import overlap_points
+        from mtpsim.calibration.traces import overlap_points
 
         for policy, pts in overlap_points(traces).items():
             if pts:
