@@ -6,12 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich import box
-from rich.table import Table
 
 from mtpsim.console import StdConsole
 from mtpsim.fileio import dumps
-from mtpsim.report.numbers import signed_interval
+from mtpsim.report.numbers import delta_interval, signed_interval
 
 console = StdConsole()
 err_console = StdConsole(stderr=True)
@@ -72,6 +70,7 @@ def advise(
             adv = run_advise(dep, jobs, progress=lambda d, t: bar.update(task, completed=d, total=t))
     else:
         adv = run_advise(dep, jobs)
+    from mtpsim.report.advise import advise_table
     from mtpsim.report.fit import print_lines, print_table
 
     prob = 0.9
@@ -96,37 +95,12 @@ def advise(
                               for c, n in adv.notes.items() if n}}, indent=2))
         return
     # cut to fit: k and policy repeat; a gain keeps its P, share vs fresh its P and verdict
-    print_table(console, _table(adv, rows, prob), keep=2, group=(1, 1, 2, 1, 3))
+    print_table(console, advise_table(adv, rows, prob), keep=2, group=(1, 1, 2, 1, 3))
     print_lines(console, verdict)
     if plot is not None:
         from mtpsim.report.plots import gain_plot
 
         console.print(f"plot: {gain_plot(adv, prob, plot / 'advise-gain.png')}", highlight=False)
-
-
-def _table(adv, rows, prob) -> Table:
-    d = adv.dep
-    t = Table(title=f"{d.description or d.source}: mix of contexts {list(d.contexts)} "
-              f"(weights {list(d.weights)}), concurrency {list(d.concurrency)}; median "
-              f"[{round(100 * prob)} % interval] over {d.draws} draws", title_justify="left",
-              box=box.SIMPLE_HEAD)
-    for col in ("k", "policy", "output tok/s", "median TPOT ms", "gain vs best fresh",
-                "P(gain>0)", "gain vs no MTP", "share vs fresh, same k", "P(>+R)", "verdict"):
-        t.add_column(col, justify="left" if col in ("policy", "verdict") else "right")
-    for r in rows:
-        thr, tpot, g = r["output_throughput"], r["median_tpot_ms"], r["gain_pct"]
-        same = r.get("vs_fresh_same_k")
-        t.add_row(str(r["k"]), r["policy"], f"{thr.median:,.0f} [{thr.lo:,.0f}, {thr.hi:,.0f}]",
-                  f"{tpot.median:.2f} [{tpot.lo:.2f}, {tpot.hi:.2f}]",
-                  *((_iv(g), f"{g.p_pos:.2f}")
-                    if (r["k"], r["policy"]) != (adv.best_fresh(), "fresh") else ("baseline", "")),
-                  _iv(r["gain_vs_no_mtp_pct"]) if "gain_vs_no_mtp_pct" in r else (
-                      "baseline" if r["k"] == 0 else ""),
-                  "" if same is None else _iv(same),
-                  "" if same is None or r["k"] == 1 else f"{same.p_above:.2f}",
-                  "" if same is None else _same_k_verdict(same, "share", "fresh", "output_throughput",
-                                                          r["k"]))
-    return t
 
 
 def _mc_line(adv, rows) -> str:
@@ -149,16 +123,6 @@ def _mc_line(adv, rows) -> str:
     return head + (f": above the {MC_SE_TARGET} target, so those ends move with the seed (about "
                    f"{need:,} draws would meet it at k={k}); the verdicts rest on the region of "
                    "practical equivalence, not on the ends' last digit")
-
-
-def _same_k_verdict(iv, policy: str, base: str, metric: str, k: int) -> str:
-    from mtpsim.uncertainty.summary import verdict as judged
-
-    return judged(iv, policy, base, metric, k)
-
-
-def _iv(iv, unit: str = " %") -> str:
-    return signed_interval(iv.median, iv.lo, iv.hi, 2, unit)
 
 
 def _doubt(adv, prob) -> dict | None:
@@ -207,16 +171,16 @@ def _verdict(adv, prob, doubt: dict | None) -> list[str]:
                                                                   "output_throughput"))))
         sure = "robustly ahead of" if g.hi < 0 else "but cannot tell it from"
         out.append(f"k: fresh k={best} has the best median throughput, {sure} the next best, "
-                   f"k={kk} at {_iv(g)} (P(k={kk} better) = {g.p_pos:.2f})")
+                   f"k={kk} at {delta_interval(g)} (P(k={kk} better) = {g.p_pos:.2f})")
     gains = {(kk, pp): interval(adv.gain(kk, pp), None, prob, delta=True)
              for kk, pp in adv.pairs()}
     if 0 in adv.ks() and best > 0:
         g = interval(adv.gain_vs_no_mtp(best, "fresh"), None, prob, delta=True)
-        out.append(f"MTP on: fresh k={best} against plain decoding (k=0, no MTP) {_iv(g)} in "
+        out.append(f"MTP on: fresh k={best} against plain decoding (k=0, no MTP) {delta_interval(g)} in "
                    f"output throughput, P(gain > 0) = {g.p_pos:.2f}")
     if robust and (k, p) != (best, "fresh"):
         out.append(f"recommended: k={k}, {p}: expected gain over the best fresh setting (k={best}) "
-                   f"{_iv(iv)} in output throughput, P(gain > 0) = {iv.p_pos:.2f}; "
+                   f"{delta_interval(iv)} in output throughput, P(gain > 0) = {iv.p_pos:.2f}; "
                    f"{_level(adv, k, p, prob)}")
     else:
         out.append(f"recommended: k={best}, fresh: {_level(adv, best, 'fresh', prob)} (the best "
@@ -225,7 +189,7 @@ def _verdict(adv, prob, doubt: dict | None) -> list[str]:
                   default=None)
         if alt is not None and doubt is None:
             g = gains[alt]
-            out.append(f"next best: k={alt[0]}, {alt[1]} at {_iv(g)}, P(gain > 0) = "
+            out.append(f"next best: k={alt[0]}, {alt[1]} at {delta_interval(g)}, P(gain > 0) = "
                        f"{g.p_pos:.2f}")
     if doubt is not None:
         g = doubt["gain_pct"]
@@ -237,8 +201,8 @@ def _verdict(adv, prob, doubt: dict | None) -> list[str]:
         if doubt["extrapolated"]:
             why += (f", and k={k}'s cells lie outside the PR's measured setup, which widens it "
                     f"({'; '.join(doubt['extrapolated'][:2])})")
-        out.append(f"cannot tell: k={k}, {p} has the best median, {g['median']:+.2f} % "
-                   f"[{g['lo']:+.2f}, {g['hi']:+.2f}] over fresh k={best} (P(gain > 0) = "
+        gain = signed_interval(g["median"], g["lo"], g["hi"], 2, " %")
+        out.append(f"cannot tell: k={k}, {p} has the best median, {gain} over fresh k={best} (P(gain > 0) = "
                    f"{g['p_pos']:.2f}), but its {pct} % interval spans 0, so fresh k={best} stays "
                    f"the recommendation. Why: {why}. The measurement that would decide it (k={k} "
                    f"at context {doubt['context']:,}, where the answer is widest):")
@@ -249,7 +213,7 @@ def _verdict(adv, prob, doubt: dict | None) -> list[str]:
     worse = [(kk, pp, g) for (kk, pp), g in gains.items() if g.hi < 0]
     if worse:
         out.append(f"robustly worse than fresh k={best}: " + "; ".join(
-            f"k={kk} {pp} {_iv(g)}" for kk, pp, g in worse))
+            f"k={kk} {pp} {delta_interval(g)}" for kk, pp, g in worse))
     if adv.skipped:
         out.append(f"skipped (do not fit in GPU memory): {'; '.join(adv.skipped)}")
     far = sorted({n for notes in adv.notes.values() for n in notes})

@@ -7,15 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from mtpsim.console import StdConsole
 from mtpsim.errors import UserError
 from mtpsim.fileio import dumps
-from mtpsim.report.numbers import signed, sized
+from mtpsim.report.numbers import sized
 
 if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
-    from mtpsim.compare import ABReport, ABRow
     from mtpsim.result import Result
 
 console = StdConsole()
@@ -46,60 +44,6 @@ def _load_inputs(inputs: list[str]) -> list[Result]:
 
 def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
-
-
-def _ci(r: ABRow) -> str:
-    if not r.has_ci:
-        return "-"
-    unit = "%" if r.ci_pct else ""
-    return f"[{sized(r.ci_low)}{unit}, {sized(r.ci_high)}{unit}]"
-
-
-def _verdict(rep: ABReport, r: ABRow) -> str:
-    if r.key == "pos0" and rep.noise_floor is not None:
-        return "placebo: step 0 identical by design"
-    noise = rep.within_noise(r)
-    if r.verdict:
-        floor = f"; within noise (±{sized(rep.noise_floor[r.key])})" if noise else ""  # type: ignore[index]
-        return f"{r.verdict}{floor}"
-    if noise:
-        return f"within noise (±{sized(rep.noise_floor[r.key])})"  # type: ignore[index]
-    return f"clears noise (±{sized(rep.noise_floor[r.key])})" if noise is False else ""  # type: ignore[index]
-
-
-def _ab_table(rep: ABReport, mode: str) -> Table:
-    title = f"{mode}: {rep.policy_b} vs {rep.policy_a}"
-    if rep.num_requests:
-        title += f" ({rep.num_requests[0]} / {rep.num_requests[1]} requests, 95% CI)"
-    has_ci = any(r.has_ci for r in rep.rows)
-    t = Table(title=title, title_justify="left", caption_justify="left")
-    rounds = max((r.rounds for r in rep.rows), default=0)
-    t.caption = ("Acceptance: request-level bootstrap CI. Timings: Student t over "
-                 + (f"{rounds} paired interleaved rounds (Delta % their mean, CI in % of A)" if rounds else
-                    "paired interleaved rounds, which these results lack (run-real --rounds)")
-                 + ". Verdicts against a region of practical equivalence (R): " + _rope_words(rep)
-                 + "; P(Δ>+R) the probability the delta lies above it.")
-    if not has_ci:
-        t.caption = ("No 95% CI column: these results carry no per-request records or rounds (a vLLM "
-                     "bench JSON or a transcribed table).")
-    cols = ("Metric", rep.policy_a, rep.policy_b, "Delta", "Delta %",
-            *(("95% CI", "P(Δ>+R)") if has_ci else ()), "Verdict")
-    for col in cols:
-        t.add_column(col, justify="left" if col in ("Metric", "Verdict") else "right")
-    for r in rep.rows:
-        rel = r.paired_mean_pct if r.rounds else r.rel_pct  # paired: the CI's own centre
-        t.add_row(r.label, sized(r.a, r.key), sized(r.b, r.key), sized(r.delta, r.key), signed(rel, 2, "%"),
-                  *((_ci(r), "-" if r.p_above != r.p_above else f"{r.p_above:.2f}") if has_ci else ()),
-                  _verdict(rep, r))
-    from mtpsim.report.fit import footnote_dashes
-
-    return footnote_dashes(t, "no CI for this metric: no per-request form or no paired rounds")
-
-
-def _rope_words(rep: ABReport) -> str:
-    r = rep.rope
-    return (f"±{r.timing_pct:g} % timings, ±{r.acceptance_length:g} acceptance length, "
-            f"±{r.acceptance_points:g} points acceptance rates")
 
 
 MAX_BOOT = 100_000  # bootstrap replicates: CIs stop moving long before; more only costs memory
@@ -151,6 +95,7 @@ def compare(
     """
     from mtpsim.compare import ab_compare, fidelity, mean_abs_pct_error, workload_mismatch
     from mtpsim.compare_sweep import is_sweep
+    from mtpsim.report.compare import ab_table, fidelity_table
     from mtpsim.report.fit import print_table
     from mtpsim.verdict import Rope
 
@@ -183,12 +128,7 @@ def compare(
         if unlike and not as_json:
             console.print(f"[bold]not like with like[/bold] ({policy}): {unlike}", soft_wrap=True)
         if not as_json:
-            t = Table(title=f"sim vs real: {policy}  (MAPE {mape:.1f} %)", title_justify="left")
-            for col in ("Metric", "Real", "Sim", "Error %"):
-                t.add_column(col, justify="left" if col == "Metric" else "right")
-            for r in rows:
-                t.add_row(r.label, sized(r.real, r.key), sized(r.sim, r.key), f"{r.error_pct:+.1f}")
-            print_table(console, t)
+            print_table(console, fidelity_table(policy, rows, mape))
     held = sorted({p for pols in by_mode.values() for p in pols})
     if any(len(p) > 1 for p in by_mode.values()) and not any(baseline in p for p in by_mode.values()):
         # else the A/B table would silently vanish
@@ -224,7 +164,7 @@ def compare(
                           "significant": r.significant, "within_noise": rep.within_noise(r)}
                          for r in rep.rows]}
             if not as_json:
-                print_table(console, _ab_table(rep, mode))
+                print_table(console, ab_table(rep, mode))
                 if rep.noise_floor is not None:
                     console.print(
                         "  Placebo: draft step 0 is computed identically under both policies, so its "
@@ -250,6 +190,7 @@ def _compare_sweep(path: Path, baseline: str, num_boot: int, seed: int, as_json:
     A/B delta's spread between repeats."""
     from mtpsim.compare import ab_compare
     from mtpsim.compare_sweep import load_sweep, pooled, repeat_spread
+    from mtpsim.report.compare import ab_table
     from mtpsim.report.fit import print_table
 
     out: dict[str, object] = {}
@@ -275,7 +216,7 @@ def _compare_sweep(path: Path, baseline: str, num_boot: int, seed: int, as_json:
                                     for s in spread]}
             if as_json:
                 continue
-            print_table(console, _ab_table(rep, f"{label} ({len(a_runs)}/{len(b_runs)} repeats pooled)"))
+            print_table(console, ab_table(rep, f"{label} ({len(a_runs)}/{len(b_runs)} repeats pooled)"))
             for s in spread:
                 unit = "%" if s.relative else ""
                 each = ", ".join(f"{d:+.2f}{unit}" for d in s.deltas)

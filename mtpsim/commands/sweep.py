@@ -4,8 +4,6 @@ machine or on a Ray cluster (`--cluster`)."""
 from __future__ import annotations
 
 import contextlib
-import json
-import math
 import signal
 import sys
 import time
@@ -14,51 +12,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich import box
-from rich.table import Table
 
 from mtpsim.console import StdConsole
 from mtpsim.fileio import dumps
-from mtpsim.report.numbers import number, signed
 
 console = StdConsole()
 err_console = StdConsole(stderr=True)
-
-_COLUMNS = (("output_throughput", "out tok/s", ",.0f"), ("median_tpot_ms", "TPOT ms", ".2f"),
-            ("median_ttft_ms", "TTFT ms", ",.0f"), ("spec_decode_acceptance_length", "acc len", ".3f"),
-            ("request_throughput", "req/s", ".3f"))
-
-
-# Short axis headers, so a grid fits the terminal; the caption spells out the ones used.
-_SHORT = {"num_speculative_tokens": "k", "max_concurrency": "conc", "num_prompts": "prompts",
-          "input_len": "in", "output_len": "out", "index_topk": "top-k", "request_rate": "rate",
-          "max_num_seqs": "seqs", "max_num_batched_tokens": "tokens"}
-
-
-def _table(rows: list[dict[str, Any]], keys: list[str], title: str) -> Table:
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-              caption_justify="left")
-    short = [_SHORT.get(k.split(".")[-1], k.split(".")[-1]) for k in keys]
-    legend = [f"{s} = {k}" for s, k in zip(short, keys, strict=True) if s != k.split(".")[-1]]
-    t.caption = "; ".join(legend) or None
-    for s in short:
-        t.add_column(s, justify="right")
-    t.add_column("policy")
-    for _, label, _ in _COLUMNS:
-        t.add_column(label, justify="right")
-    t.add_column("Δ tok/s", justify="right")
-    base: dict[tuple, float] = {}
-    for r in rows:
-        point = tuple(json.dumps(r[k], sort_keys=True) for k in keys)  # a value may be a list
-        tput = r.get("output_throughput", math.nan)
-        if point not in base:
-            base[point], delta = tput, ""
-        else:
-            delta = signed(100 * (tput / base[point] - 1), 2, "%")
-        t.add_row(*[str(r[k]) for k in keys], r["policy"],
-                  *[number(r.get(m), f) for m, _, f in _COLUMNS], delta)
-    return t
-
 
 def _size(points: int, rows: list[dict]) -> str:
     """'20 points x 2 policies', or '3 points, 5 policy runs' when a policies axis varies them."""
@@ -294,8 +253,9 @@ def _simulated(experiment: Path, set_: list[str] | None, axes: list, points: lis
     else:
         keys = [a.key for a in axes]
         from mtpsim.report.fit import print_table
+        from mtpsim.report.sweep import sweep_table
 
-        print_table(console, _table(rows, keys, f"{experiment} sweep: {_size(len(points), rows)} "
+        print_table(console, sweep_table(rows, keys, f"{experiment} sweep: {_size(len(points), rows)} "
                                     "(simulated)"), keep=len(keys) + 1)
         notes = sorted({n for r in ordered for n in r.get("notes", [])})
         for n in notes:
@@ -368,8 +328,9 @@ def _real(experiment: Path, set_: list[str] | None, axes: list, points: list, ou
     else:
         keys = [a.key for a in axes]
         from mtpsim.report.fit import print_table
+        from mtpsim.report.sweep import sweep_table
 
-        print_table(console, _table(rows, keys, f"{experiment} sweep: {len(points)} points x policies "
+        print_table(console, sweep_table(rows, keys, f"{experiment} sweep: {len(points)} points x policies "
                                     f"({plan.engine}, mean of {plan.repeats} repeats)"),
                     keep=len(keys) + 1)
         if plot is not None:

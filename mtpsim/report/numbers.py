@@ -51,6 +51,11 @@ def signed_interval(mid: float, lo: float, hi: float, decimals: int = 2, unit: s
     return f"{signed(mid, decimals)}{unit} [{signed(lo, decimals)}, {signed(hi, decimals)}]"
 
 
+def delta_interval(iv: Any, unit: str = " %") -> str:
+    """An interval of a delta (anything with median, lo and hi) as `signed_interval` writes it."""
+    return signed_interval(iv.median, iv.lo, iv.hi, 2, unit)
+
+
 def metric_value(x: float, key: str) -> str:
     """A benchmark metric as the PR's table prints it: counts whole, acceptance length to 3
     places, the rest to 2 with thousands separators; "-" without data."""
