@@ -135,7 +135,15 @@ def simulate(
     from mtpsim.fileio import output_dir, output_file
     from mtpsim.policies import policy_flag
     from mtpsim.report.fit import print_table
-    from mtpsim.report.tables import measured_table, phase_table, pr_table, prefill_table, summary_lines
+    from mtpsim.report.tables import (
+        acceptance_terminal,
+        kv_lines,
+        measured_table,
+        phase_table,
+        pr_table,
+        prefill_table,
+        summary_lines,
+    )
     from mtpsim.report.titles import setup_title
     from mtpsim.spec.roles import setup_overrides
 
@@ -224,8 +232,6 @@ def simulate(
     print_table(console, phase_table(results))
     if calibration is None and not exp.calibration.file:  # a trace fit prices steps otherwise
         print_table(console, prefill_table(exp, exp.policies[0]))
-    from mtpsim.report.tables import acceptance_terminal
-
     console.print(acceptance_terminal(results))
     if plot is not None:
         from mtpsim.report.plots import simulate_plots
@@ -250,21 +256,3 @@ def simulate(
     if out is not None:
         console.print(f"wrote {', '.join(str(out / f'{n}.json') for n in results)}",
                       highlight=False)
-
-
-def kv_lines(results: dict) -> list[str]:
-    """One line per policy on the KV cache: its size, how full it got, preemptions, queueing."""
-    out = []
-    for name, r in results.items():
-        x = r.extra
-        if x.kv_cache_tokens is None:
-            continue
-        if x.kv_cache_peak_pct is None:
-            out.append(f"KV cache ({name}): {x.kv_cache_tokens:,} tokens per engine hold every "
-                       "request in flight; no preemption possible")
-            continue
-        out.append(f"KV cache ({name}): {x.kv_cache_tokens:,} tokens per engine, peak "
-                   f"{x.kv_cache_peak_pct:.0f} % held; {x.num_preemptions:,} preemptions "
-                   f"({x.preempted_requests:,} requests recomputed); queue before admission "
-                   f"mean {x.mean_queue_ms:,.0f} ms, median {x.median_queue_ms:,.0f} ms")
-    return out

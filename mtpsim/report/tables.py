@@ -153,6 +153,24 @@ def summary_lines(results: Mapping[str, Result]) -> list[str]:
     return out
 
 
+def kv_lines(results: Mapping[str, Result]) -> list[str]:
+    """One line per policy on the KV cache: its size, how full it got, preemptions, queueing."""
+    out = []
+    for name, r in results.items():
+        x = r.extra
+        if x.kv_cache_tokens is None:
+            continue
+        if x.kv_cache_peak_pct is None:
+            out.append(f"KV cache ({name}): {x.kv_cache_tokens:,} tokens per engine hold every "
+                       "request in flight; no preemption possible")
+            continue
+        out.append(f"KV cache ({name}): {x.kv_cache_tokens:,} tokens per engine, peak "
+                   f"{x.kv_cache_peak_pct:.0f} % held; {x.num_preemptions:,} preemptions "
+                   f"({x.preempted_requests:,} requests recomputed); queue before admission "
+                   f"mean {x.mean_queue_ms:,.0f} ms, median {x.median_queue_ms:,.0f} ms")
+    return out
+
+
 def measured_table(results: Mapping[str, Result], measured: Mapping[str, Mapping[str, Any]],
                    fitted: tuple[str, ...] = (), fit_policy: str = "") -> Table:
     """Simulated against measured rows for each policy that has both (* = fitted)."""
