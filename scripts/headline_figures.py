@@ -208,7 +208,7 @@ def regenerate_uncertainty(jobs: int = 1) -> None:
         run.pop(key, None)
     run["experiment"] = "experiments/pr47352.toml"
     from mtpsim.spec import load_experiment
-    from mtpsim.uncertainty.headline import fingerprint
+    from mtpsim.uncertainty.saved import fingerprint
 
     run["spec_sha256"] = fingerprint(load_experiment(ROOT / "experiments" / "pr47352.toml"))
     UNCERTAINTY.parent.mkdir(parents=True, exist_ok=True)

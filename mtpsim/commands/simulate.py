@@ -221,7 +221,7 @@ def simulate(
             console.print(f"calibration written to {save_calibration}", highlight=False)
     for line in notes:
         console.print(line, highlight=False, markup=False)
-    from mtpsim.uncertainty.headline import headline
+    from mtpsim.report.headline import headline
 
     for line in headline(exp, results, overridden=bool(set_ or policy or seed is not None or expected
                                                        or calibration is not None)):

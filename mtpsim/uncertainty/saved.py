@@ -1,6 +1,6 @@
-"""The answer `mtpsim simulate` puts first: the share-vs-fresh verdict with its interval (from a
-saved `--uncertainty` summary of this very spec, `uncertainty.summary`), the measured delta
-beside it, and the single seeded simulation labelled as what it is.
+"""The saved `--uncertainty` summary of a spec (`uncertainty.summary`) that simulate quotes first
+(mtpsim/report/headline.py words it): where it is, the decisive share-vs-fresh delta it holds,
+and the measured delta beside it.
 
 The summary records a fingerprint of the experiment file it was made from; a file changed since,
 or a --set, gets no quoted interval, only the command that makes one. numpy-free.
@@ -13,10 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mtpsim.report.numbers import signed
 from mtpsim.spec import Experiment
-
-_PCT = (2, " %", "−")  # signed percent, minus sign set as in prose
 
 DECISIVE = "output_throughput"
 
@@ -50,38 +47,7 @@ def measured_delta(exp: Experiment, policy: str, base: str) -> float | None:
     return None
 
 
-def headline(exp: Experiment, results: dict[str, Any], overridden: bool) -> list[str]:
-    """The first lines of a plain simulate: verdict + interval, measured delta, this run."""
-    if len(results) < 2:
-        return []
-    from mtpsim.verdict import same_program
-
-    base, policy = exp.policies[0], exp.policies[1]
-    if same_program(policy, base, exp.k):
-        return [f"{policy} vs {base}: the same program at k = {exp.k} (no draft step reuses a row)"]
-    a, b = results[base].get(DECISIVE), results[policy].get(DECISIVE)
-    sim = 100.0 * (b / a - 1) if a else float("nan")
-    out = []
-    saved = _saved(exp, policy, overridden)
-    if isinstance(saved, dict):
-        iv, n, eff = saved["iv"], saved["draws"], saved["eff"]
-        se = f", MC SE {iv['mc_se']:.2f}" if isinstance(iv.get("mc_se"), int | float) else ""
-        out.append(f"{policy} vs {base}, output throughput: {iv['verdict'].upper()} "
-                   f"{signed(iv['median'], *_PCT)} [{signed(iv['lo'], *_PCT)}, {signed(iv['hi'], *_PCT)}] "
-                   f"({round(100 * saved['prob'])} % interval, {saved['which']}; {n} draws, "
-                   f"{eff:.0f} effective{se}; {saved['path']})")
-    else:
-        out.append(f"{policy} vs {base}, output throughput: no interval for these settings "
-                   f"({saved}); mtpsim simulate {exp.source} --uncertainty 64 gives one")
-    if (meas := measured_delta(exp, policy, base)) is not None:
-        src = exp.calibration.measured_source or "the measured rows"
-        where = " at the measured setup, not these settings" if overridden else ""
-        out.append(f"  measured{where}: {signed(meas, *_PCT)} ({src})")
-    out.append(f"  this simulation: {signed(sim, *_PCT)} (one seeded run, no interval; the table below)")
-    return out
-
-
-def _saved(exp: Experiment, policy: str, overridden: bool) -> dict[str, Any] | str:
+def saved_interval(exp: Experiment, policy: str, overridden: bool) -> dict[str, Any] | str:
     from mtpsim.uncertainty.summary import Interval, verdict
 
     path = summary_path(exp)
