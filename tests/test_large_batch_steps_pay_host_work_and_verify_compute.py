@@ -85,3 +85,26 @@ def test_mtp_gains_less_per_step_under_load():
         return tokens_per_second(1, b, 1.75) / tokens_per_second(0, b, 1.0)
 
     assert gain(256) > gain(1000) + 0.15
+
+
+def test_mtp_requests_cost_host_work_per_token_they_schedule():
+    # vLLM's scheduler carries each request's draft and the output update handles every token
+    # it accepts: a k = 1 request schedules 2 tokens and costs 2 requests' host time
+    k0 = h200_tp8(0, async_scheduling=False, host_us_per_request=40.0)
+    k1 = h200_tp8(1, async_scheduling=False, host_us_per_request=40.0)
+    assert k1.step(decode(1000, 400))["overhead"] - k1.step(decode(0, 400))["overhead"] \
+        == pytest.approx(2 * (k0.step(decode(1000, 400))["overhead"]
+                              - k0.step(decode(0, 400))["overhead"]))
+
+
+def test_serial_host_work_takes_mtps_gain_at_a_thousand_requests():
+    # vLLM 0.13.0 (no async scheduling): at 1,000 running requests the k = 1 step costs about
+    # what its 1.75 tokens are worth, where at 64 it gains a third or more
+    def gain(b: int) -> float:
+        def tokens_per_second(k: int, accepted: float) -> float:
+            return b * accepted / sum(h200_tp8(k, async_scheduling=False)
+                                      .step(decode(b, 400)).values())
+        return tokens_per_second(1, 1.75) / tokens_per_second(0, 1.0)
+
+    assert gain(64) > 1.3
+    assert gain(1000) < 1.05

@@ -551,7 +551,10 @@ class CostModel:
 
     def _host(self, s: StepShape, gpu_phases: tuple) -> Num | None:
         """Per-request host work of the step (`calibration.host_us_per_request` x the requests
-        it runs: decodes and prompt chunks that complete), as `_host_visible` shows it: vLLM's
+        it runs, a decoding one counted once per token it schedules, 1 + k: the scheduler
+        carries its draft tokens and the output update appends and checks every token it
+        accepts; benchmarks/vllm_host_cost.py --mtp 1 times vLLM's at ~2.2x per request with
+        one draft), plus prompt chunks that complete, as `_host_visible` shows it: vLLM's
         engine core schedules, updates each request from the step's output and prepares the
         next inputs on one CPU thread (v1/engine/core.py `EngineCore.step`: `schedule`,
         `execute_model`, `update_from_output`); with `async_scheduling` (`step_with_batch_queue`)
@@ -559,7 +562,7 @@ class CostModel:
         rate = self.exp.calibration.host_us_per_request
         if not rate:
             return None
-        host = rate * 1e-6 * (s.num_decode + s.prefill_done)
+        host = rate * 1e-6 * (s.num_decode * (self.exp.k + 1) + s.prefill_done)
         gpu = sum(gpu_phases) if self.exp.engine.async_scheduling else 0.0
         return _host_visible(host, gpu, self.exp.engine.async_scheduling)
 
