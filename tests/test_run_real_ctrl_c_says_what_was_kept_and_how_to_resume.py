@@ -118,7 +118,7 @@ def test_a_real_sigint_prints_the_line_and_the_printed_command_resumes(tmp_path)
 
 
 def test_other_commands_end_a_ctrl_c_with_one_line_and_the_rerun(tmp_path, monkeypatch):
-    import mtpsim.commands.simulate as sim
+    import mtpsim.runs.simulate as sim
 
     def interrupted(*_a, **_k):
         raise KeyboardInterrupt

@@ -1,0 +1,99 @@
+"""What `mtpsim simulate` prints: the trace fit, the headline, the PR's benchmark table, the
+phases, the prefill breakdown, acceptance per position, simulated vs measured, the KV cache and
+the wall clock; or the run as JSON. Rendering only: mtpsim.runs.simulate made the run."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mtpsim.console import StdConsole
+    from mtpsim.runs.simulate import PolicyProgress, SimulateRun
+
+
+@contextlib.contextmanager
+def policy_bars(console: StdConsole, enabled: bool) -> Iterator[PolicyProgress | None]:
+    """A progress bar per policy while it simulates (on `console`, gone when done); None if not
+    `enabled`."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  console=console.current(), transient=True) as bar:
+        def start(policy: str, total: int) -> Any:
+            task = bar.add_task(f"simulating {policy}", total=total)
+            return lambda done, _n: bar.update(task, completed=done)
+        yield start
+
+
+def run_json(run: SimulateRun) -> dict[str, Any]:
+    """`--json`: the results without per-request records, and the trace fit if there was one."""
+    payload = {name: {k: v for k, v in res.to_json().items() if k != "requests"}
+               for name, res in run.results.items()}
+    extra = {} if run.calibration is None else {"calibration": run.calibration.to_json()}
+    return {"experiment": run.experiment, "wall_s": run.wall_s, "results": payload, **extra}
+
+
+def print_run(console: StdConsole, run: SimulateRun, *, plot: Path | None = None,
+              trace: Sequence[Path] = (), save_calibration: Path | None = None,
+              written: Sequence[Path] = ()) -> None:
+    """The text report, top to bottom; `plot` also writes the PNGs there."""
+    from mtpsim.report.fit import print_table
+    from mtpsim.report.tables import (
+        acceptance_terminal,
+        kv_lines,
+        measured_table,
+        phase_table,
+        pr_table,
+        prefill_table,
+        summary_lines,
+    )
+    from mtpsim.report.titles import setup_title
+
+    exp, results = run.exp, run.results
+    if run.calibration is not None:
+        from mtpsim.report.calibration import fit_tables
+
+        for table in fit_tables(run.calibration):
+            print_table(console, table)
+        if save_calibration is not None:
+            console.print(f"calibration written to {save_calibration}", highlight=False)
+    for line in run.notes:
+        console.print(line, highlight=False, markup=False)
+    from mtpsim.report.headline import headline
+
+    for line in headline(exp, results, overridden=run.overridden):
+        console.print(line, highlight=False, markup=False)
+    print_table(console, pr_table(results, title=setup_title(exp, "simulated")))
+    for line in summary_lines(results):
+        console.print(line, highlight=False)
+    print_table(console, phase_table(results))
+    if run.calibration is None and not exp.calibration.file:  # a trace fit prices steps otherwise
+        print_table(console, prefill_table(exp, exp.policies[0]))
+    console.print(acceptance_terminal(results))
+    if plot is not None:
+        from mtpsim.report.plots import simulate_plots
+
+        for p in simulate_plots(results, plot, list(trace)):
+            console.print(f"plot: {p}", highlight=False)
+    cal = exp.calibration
+    if run.setup_changed and cal.measured:
+        console.print("measured rows not shown: --set changed the measured setup "
+                      f"({', '.join(run.setup_changed)})", highlight=False)
+    elif any(p in cal.measured for p in results):
+        print_table(console, measured_table(results, cal.measured, cal.fit_metrics, cal.fit_policy),
+                    group=3)
+        if cal.measured_source:
+            console.print(f"measured: {cal.measured_source}", highlight=False)
+    for line in kv_lines(results):
+        console.print(line, highlight=False)
+    sim_s = sum(float(r.get("duration")) for r in results.values())
+    console.print(f"simulated {sim_s:.1f} s of serving in {run.wall_s:.2f} s wall "
+                  f"({sim_s / run.wall_s:,.0f}x real time)", highlight=False)
+    if written:
+        console.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)

@@ -1,0 +1,162 @@
+"""The run behind `mtpsim simulate`: its flags checked and turned into spec overrides, a fit of
+`--trace` files, every policy simulated. `mtpsim.report.simulate` renders what this returns;
+the command only parses, calls and hands over."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
+    from mtpsim.calibration import Calibration
+    from mtpsim.result import Result
+    from mtpsim.spec import Experiment
+
+# policy, its requests -> a callback (requests done, of) while it simulates
+PolicyProgress = Callable[[str, int], Callable[[int, int], None]]
+
+
+@dataclass(slots=True)
+class SimulateRun:
+    """Every policy of one experiment simulated, and what the report says beside the tables."""
+
+    experiment: str  # the path as given
+    exp: Experiment  # the validated spec, overrides applied
+    results: dict[str, Result]
+    wall_s: float
+    calibration: Calibration | None = None  # fitted from --trace files
+    notes: list[str] = field(default_factory=list)  # what the trace fit left out or filled in
+    overridden: bool = False  # a flag or --set changed the experiment file's setup or models
+    setup_changed: list[str] = field(default_factory=list)  # --set texts that change the setup
+
+    def write(self, out: Path) -> list[Path]:
+        """One result per policy, DIR/<policy>.json (atomically, with per-request records)."""
+        paths = [out / f"{name}.json" for name in self.results]
+        for path, res in zip(paths, self.results.values(), strict=True):
+            res.write(path)
+        return paths
+
+
+def overrides(sets: Sequence[str], policy: Sequence[str], seed: int | None,
+              expected: bool = False) -> list[str]:
+    """The flags as `--set` texts, after the user's own: --policy, --seed, --expected."""
+    from mtpsim.policies import policy_flag
+
+    out = list(sets)
+    if policy:
+        out.append("policies=" + json.dumps(policy_flag(list(policy))))
+    if seed is not None:
+        out.append(f"seed={seed}")
+    if expected:
+        out.append('acceptance.mode="expected"')
+    return out
+
+
+def check_flags(*, trace: Sequence[Path], plot: Path | None, expected: bool, bootstrap: int,
+                save_calibration: Path | None, uncertainty: int | None,
+                metrics: str | None) -> None:
+    """Flags that need or exclude each other, and the plotting extra: a UserError before work."""
+    from mtpsim.errors import UserError
+
+    if plot is not None:
+        from mtpsim.extras import require
+
+        require("--plot", "plots")
+    if metrics is not None and uncertainty is None:
+        raise UserError(None, "--metrics", "expected with --uncertainty (a plain simulate prints "
+                        "every figure in its table and --json)")
+    if uncertainty is not None:
+        if trace or plot is not None or expected:
+            raise UserError(None, "--uncertainty", "expected without --trace, --plot and --expected")
+        return
+    if bootstrap and not trace:
+        raise UserError(None, "--bootstrap", "expected --trace files to refit")
+    if save_calibration is not None and not trace:
+        raise UserError(None, "--save-calibration", "expected --trace files to fit")
+
+
+def check_outputs(out: Path | None, plot: Path | None, save_calibration: Path | None) -> None:
+    """Every output folder and file writable before anything runs."""
+    from mtpsim.fileio import output_dir, output_file
+
+    for folder, flag in ((out, "--out"), (plot, "--plot")):
+        if folder is not None:
+            output_dir(folder, flag)
+    if save_calibration is not None:
+        output_file(save_calibration, "--save-calibration")
+
+
+def fit(trace: Sequence[Path], bootstrap: int = 0, save_to: Path | None = None) -> Calibration:
+    """Acceptance, top-k overlap and step cost fitted to the traces (with `bootstrap` refits),
+    written to `save_to` if given."""
+    from mtpsim.calibration.traces import fit_from_traces
+
+    calibration = fit_from_traces(list(trace))
+    if bootstrap:
+        from mtpsim.trace import read_trace
+        from mtpsim.uncertainty.bootstrap import with_bootstrap
+
+        calibration = with_bootstrap(calibration, [read_trace(p) for p in trace], bootstrap)
+    if save_to is not None:
+        calibration.write(save_to)
+    return calibration
+
+
+def simulate(experiment: str, sets: Sequence[str] = (), policy: Sequence[str] = (),
+             seed: int | None = None, expected: bool = False,
+             calibration: Calibration | None = None,
+             progress: PolicyProgress | None = None) -> SimulateRun:
+    """Simulate every policy of the experiment under the flags; with `calibration` (a trace fit)
+    in place of the spec's acceptance and cost models, for the policies the traces can price."""
+    from mtpsim.spec.roles import setup_overrides
+
+    over = overrides(sets, policy, seed, expected)
+    overridden = bool(over) or calibration is not None
+    notes: list[str] = []
+    if calibration is not None:
+        calibration, notes, over = fit_what_the_traces_hold(calibration, experiment, over,
+                                                            bool(policy))
+    t0 = time.perf_counter()
+    exp, results = run_policies(experiment, over, progress, calibration)
+    return SimulateRun(experiment, exp, results, time.perf_counter() - t0, calibration, notes,
+                       overridden, setup_overrides(list(sets)))
+
+
+def run_policies(exp_path: str, overrides: list[str], progress: PolicyProgress | None = None,
+                 calibration: Calibration | None = None) -> tuple[Experiment, dict[str, Result]]:
+    """Load the experiment and simulate each of its policies; `calibration` (fitted from traces)
+    replaces the spec's acceptance and cost models."""
+    from mtpsim.sim.simulator import simulate
+    from mtpsim.spec import load_experiment
+
+    exp = load_experiment(exp_path, overrides)
+    results: dict[str, Result] = {}
+    for policy in exp.policies:
+        tick = None if progress is None else progress(policy, exp.workload.num_prompts)
+        results[policy] = simulate(exp, policy, progress=tick, calibration=calibration)
+    return exp, results
+
+
+def fit_what_the_traces_hold(cal: Calibration, path: str, overrides: list[str],
+                             chosen: bool) -> tuple[Calibration, list[str], list[str]]:
+    """Traces of a subset of the spec's policies: the others take their overlap from the spec
+    (said in a note), and those only their own traces can fit are left out (said too), or
+    refused when the user chose them with --policy."""
+    from mtpsim.calibration.partial import fill_from_spec
+    from mtpsim.errors import UserError
+    from mtpsim.spec import load_experiment
+
+    exp = load_experiment(path, overrides)
+    cal, notes, left_out = fill_from_spec(cal, exp)
+    if left_out:
+        if chosen or len(left_out) == len(exp.policies):
+            raise UserError(None, "--trace", f"expected a trace of each policy to simulate: "
+                            f"{'; '.join(left_out)}")
+        kept = [p for p in exp.policies if not any(x.startswith(f"{p} (") for x in left_out)]
+        notes.append(f"left out: {'; '.join(left_out)}")
+        overrides = [*overrides, "policies=" + json.dumps(kept)]
+    return cal, notes, overrides
