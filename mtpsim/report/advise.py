@@ -1,15 +1,74 @@
-"""The rich table of `mtpsim advise`: per k and policy, throughput and TPOT with their intervals,
-the gain over the best fresh setting and over no MTP, and share against fresh at the same k."""
+"""What `mtpsim advise` prints: the k x policy table with intervals (the gain over the best fresh
+setting and over no MTP, share against fresh at the same k), the verdict lines (the
+recommendation, what cannot be told and the measurement that would decide it), the Monte Carlo
+line, the legend; or the advice as JSON. Rendering only: mtpsim.runs.advise made the advice."""
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.table import Table
 
-from mtpsim.report.numbers import delta_interval, interval
+from mtpsim.report.numbers import delta_interval, interval, signed_interval
 from mtpsim.uncertainty.summary import verdict
+
+if TYPE_CHECKING:
+    from mtpsim.console import StdConsole
+    from mtpsim.runs.advise import AdviseRun
+
+
+@contextlib.contextmanager
+def cells_bar(console: StdConsole, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar over the cells x draws while they run (gone when done); None if not
+    `enabled`."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(TextColumn("advise"), BarColumn(), MofNCompleteColumn(), console=console.current(),
+                  transient=True) as bar:
+        task = bar.add_task("cells", total=None)
+        yield lambda d, t: bar.update(task, completed=d, total=t)
+
+
+def lines(run: AdviseRun) -> list[str]:
+    """Every line printed under the table: the verdict, the Monte Carlo line, the legend."""
+    return (verdict_lines(run.advice, run.prob, run.doubt) + [mc_line(run.advice, run.rows)]
+            + legend(run.advice, run.prob))
+
+
+def advise_json(deployment: Path, run: AdviseRun, said: list[str]) -> dict[str, Any]:
+    """`--json`: the recommendation, the doubt, the verdict lines and every row."""
+    adv, (k, p, iv, robust) = run.advice, run.recommendation
+    return {
+        "deployment": str(deployment), "draws": run.dep.draws, "wall_s": adv.wall_s,
+        "best_fresh_k": adv.best_fresh(),
+        "recommendation": {"k": k, "policy": p, "gain_pct": iv.to_json(), "robust": robust},
+        "cannot_tell": run.doubt, "verdict": said, "skipped": adv.skipped,
+        "rows": [{kk: (v.to_json() if hasattr(v, "to_json") else v) for kk, v in r.items()}
+                 for r in run.rows],
+        "extrapolation": {f"k={c[0]} ctx={c[1]} conc={c[2]}": list(n)
+                          for c, n in adv.notes.items() if n}}
+
+
+def print_advice(console: StdConsole, run: AdviseRun, said: list[str],
+                 plot: Path | None = None) -> None:
+    """The table, cut to fit (k and policy repeat; a gain keeps its P, share vs fresh its P and
+    verdict), the lines under it, and with `plot` the gain plot written there."""
+    from mtpsim.report.fit import print_lines, print_table
+
+    print_table(console, advise_table(run.advice, run.rows, run.prob), keep=2, group=(1, 1, 2, 1, 3))
+    print_lines(console, said)
+    if plot is not None:
+        from mtpsim.report.plots import gain_plot
+
+        console.print(f"plot: {gain_plot(run.advice, run.prob, plot / 'advise-gain.png')}",
+                      highlight=False)
 
 
 def advise_table(adv: Any, rows: list[dict], prob: float) -> Table:
@@ -35,3 +94,121 @@ def advise_table(adv: Any, rows: list[dict], prob: float) -> Table:
                   "" if same is None or r["k"] == 1 else f"{same.p_above:.2f}",
                   "" if same is None else verdict(same, "share", "fresh", "output_throughput", r["k"]))
     return t
+
+
+def mc_line(adv: Any, rows: list[dict[str, Any]]) -> str:
+    """The Monte Carlo SE of the share-vs-fresh interval ends, against the 0.1-point target."""
+    import math
+
+    from mtpsim.uncertainty.summary import MC_SE_TARGET
+
+    ses = {r["k"]: r["vs_fresh_same_k"].mc_se for r in rows
+           if r.get("vs_fresh_same_k") is not None and r["k"] > 1}
+    if not ses:
+        return f"Monte Carlo: {adv.dep.draws} draws"
+    k, worst = max(ses.items(), key=lambda kv: kv[1])
+    each = ", ".join(f"k={kk} {se:.2f}" for kk, se in sorted(ses.items()))
+    head = (f"Monte Carlo: {adv.dep.draws} draws; MC SE of the share vs fresh interval ends {each} "
+            "points")
+    if worst <= MC_SE_TARGET:
+        return head + f" (target {MC_SE_TARGET}: met)"
+    need = int(math.ceil(adv.dep.draws * (worst / MC_SE_TARGET) ** 2))
+    return head + (f": above the {MC_SE_TARGET} target, so those ends move with the seed (about "
+                   f"{need:,} draws would meet it at k={k}); the verdicts rest on the region of "
+                   "practical equivalence, not on the ends' last digit")
+
+
+def verdict_lines(adv: Any, prob: float, doubt: dict | None) -> list[str]:
+    """The k sentence, MTP on, the recommendation, what cannot be told and how to decide it."""
+    from mtpsim.report.fit import COMMAND
+    from mtpsim.uncertainty.summary import interval
+
+    k, p, iv, robust = adv.recommendation(prob)
+    best = adv.best_fresh()
+    pct = round(100 * prob)
+    out = []
+    others = [(kk, interval(adv.gain(kk, "fresh"), None, prob, delta=True)) for kk in adv.ks()
+              if kk != best]
+    if others:  # ranked by median throughput, as best_fresh and the table's tok/s column
+        import numpy as np
+
+        kk, g = max(others, key=lambda o: float(np.median(adv.mix(o[0], "fresh",
+                                                                  "output_throughput"))))
+        sure = "robustly ahead of" if g.hi < 0 else "but cannot tell it from"
+        out.append(f"k: fresh k={best} has the best median throughput, {sure} the next best, "
+                   f"k={kk} at {delta_interval(g)} (P(k={kk} better) = {g.p_pos:.2f})")
+    gains = {(kk, pp): interval(adv.gain(kk, pp), None, prob, delta=True)
+             for kk, pp in adv.pairs()}
+    if 0 in adv.ks() and best > 0:
+        g = interval(adv.gain_vs_no_mtp(best, "fresh"), None, prob, delta=True)
+        out.append(f"MTP on: fresh k={best} against plain decoding (k=0, no MTP) {delta_interval(g)} in "
+                   f"output throughput, P(gain > 0) = {g.p_pos:.2f}")
+    if robust and (k, p) != (best, "fresh"):
+        out.append(f"recommended: k={k}, {p}: expected gain over the best fresh setting (k={best}) "
+                   f"{delta_interval(iv)} in output throughput, P(gain > 0) = {iv.p_pos:.2f}; "
+                   f"{_level(adv, k, p, prob)}")
+    else:
+        out.append(f"recommended: k={best}, fresh: {_level(adv, best, 'fresh', prob)} (the best "
+                   "fresh setting, the baseline of the gains)")
+        alt = max((c for c in gains if c != (best, "fresh")), key=lambda c: gains[c].median,
+                  default=None)
+        if alt is not None and doubt is None:
+            g = gains[alt]
+            out.append(f"next best: k={alt[0]}, {alt[1]} at {delta_interval(g)}, P(gain > 0) = "
+                       f"{g.p_pos:.2f}")
+    if doubt is not None:
+        g = doubt["gain_pct"]
+        why = f"{doubt['measurement']} parameters ({', '.join(doubt['params'])}) "
+        why += (f"carry {doubt['variance_share']:.2f} of its variance"
+                if doubt["ranked_by"] == "variance share" else
+                f"move it most (by rank correlation: {len(adv.draws)} draws are too few for "
+                "variance shares)")
+        if doubt["extrapolated"]:
+            why += (f", and k={k}'s cells lie outside the PR's measured setup, which widens it "
+                    f"({'; '.join(doubt['extrapolated'][:2])})")
+        gain = signed_interval(g["median"], g["lo"], g["hi"], 2, " %")
+        out.append(f"cannot tell: k={k}, {p} has the best median, {gain} over fresh k={best} (P(gain > 0) = "
+                   f"{g['p_pos']:.2f}), but its {pct} % interval spans 0, so fresh k={best} stays "
+                   f"the recommendation. Why: {why}. The measurement that would decide it (k={k} "
+                   f"at context {doubt['context']:,}, where the answer is widest):")
+        out.append(COMMAND + doubt["command"].removeprefix("mtpsim "))
+        out.append(f"(the cell's settings are in {doubt['point']}: the PR's experiment with "
+                   f"k={k}, context {doubt['context']:,} and the deployment's GPU, TP, "
+                   "quantization and concurrency)")
+    worse = [(kk, pp, g) for (kk, pp), g in gains.items() if g.hi < 0]
+    if worse:
+        out.append(f"robustly worse than fresh k={best}: " + "; ".join(
+            f"k={kk} {pp} {delta_interval(g)}" for kk, pp, g in worse))
+    if adv.skipped:
+        out.append(f"skipped (do not fit in GPU memory): {'; '.join(adv.skipped)}")
+    far = sorted({n for notes in adv.notes.values() for n in notes})
+    if far:
+        out.append("EXTRAPOLATED beyond the PR's measured setup (k = 3, ~10K context, B200 TP4 "
+                   "NVFP4): " + "; ".join(far[:6]) + ("; ..." if len(far) > 6 else ""))
+    out.append(f"{len(adv.cells)} cells ({len(adv.pairs())} k x policy settings) x "
+               f"{adv.dep.draws} draws in {adv.wall_s:.1f} s wall")
+    return out
+
+
+def legend(adv: Any, prob: float) -> list[str]:
+    """What each number printed above means."""
+    from mtpsim.uncertainty.summary import region
+
+    pct = round(100 * prob)
+    return [f"how to read: the figures in brackets are the {pct} % interval over the "
+            f"{adv.dep.draws} parameter draws, the figure before them their median; gain = % "
+            "output throughput over the best fresh k (gain vs no MTP: over plain decoding, k=0); "
+            "P(gain>0) = share of draws where it is positive; P(>+R) = share of draws where share "
+            "beats fresh by more than the region of practical equivalence R = "
+            f"{region('output_throughput'):g} %; an EXTRAPOLATED note's (n) is how far a cell "
+            "lies outside the PR's measured setup, in octaves (doublings or halvings) of k, "
+            "context, top-k and batch, plus half-units of temperature"]
+
+
+def _level(adv: Any, k: int, policy: str, prob: float) -> str:
+    from mtpsim.uncertainty.summary import interval
+
+    thr = interval(adv.mix(k, policy, "output_throughput"), None, prob)
+    tpot = interval(adv.mix(k, policy, "median_tpot_ms"), None, prob)
+    return (f"{thr.median:,.0f} [{thr.lo:,.0f}, {thr.hi:,.0f}] output tok/s, median TPOT "
+            f"{tpot.median:.2f} [{tpot.lo:.2f}, {tpot.hi:.2f}] ms")

@@ -1,0 +1,121 @@
+"""The run behind `mtpsim advise`: the deployment file read, every cell simulated on the
+executor (mtpsim.uncertainty.advise), and, where no choice is robust, the measurement that would
+decide it written as an experiment file. mtpsim.report.advise renders what this returns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+PROB = 0.9  # the intervals' probability
+
+
+@dataclass(slots=True)
+class AdviseRun:
+    """A deployment's advice and what the report says about it."""
+
+    dep: Any  # mtpsim.uncertainty.advise.Deployment
+    advice: Any  # mtpsim.uncertainty.advise.Advice
+    prob: float
+    rows: list[dict[str, Any]]  # one per k x policy
+    recommendation: tuple  # (k, policy, gain interval, robust)
+    doubt: dict | None  # no robust choice: why, and the measurement (point file, command)
+
+
+def load(deployment: Path, draws: int | None = None) -> Any:
+    """The deployment file, validated; `draws` in place of its [advise] draws."""
+    from mtpsim.uncertainty.advise import load_deployment
+
+    dep = load_deployment(deployment)
+    if draws is not None:
+        from mtpsim.uncertainty.limits import check_draws
+
+        check_draws(draws, "--draws")
+        dep = replace(dep, draws=draws)
+    return dep
+
+
+def advise(dep: Any, jobs: int, point_dir: Path,
+           progress: Callable[[int, int], None] | None = None, prob: float = PROB) -> AdviseRun:
+    """Every cell on the executor, the rows and the recommendation; where it is not robust, the
+    deciding measurement's experiment file written to `point_dir` and its command."""
+    from mtpsim.uncertainty.advise import advise as run_advise
+
+    adv = run_advise(dep, jobs, progress=progress)
+    rows, recommendation = adv.rows(prob), adv.recommendation(prob)
+    why = doubt(adv, prob)
+    if why is not None:
+        from mtpsim.uncertainty import sensitivity as sens
+
+        why["point"] = str(write_point(dep, why, point_dir))
+        why["command"] = sens.command_for(why.pop("group"), why["point"], False)
+    return AdviseRun(dep, adv, prob, rows, recommendation, why)
+
+
+def doubt(adv: Any, prob: float) -> dict | None:
+    """When the best median (k, policy) is not robust: its gain, why its interval spans 0 (the
+    parameters that drive it, the extrapolation that widens it) and the exact command of the
+    measurement that would decide it, at the context where the answer is widest."""
+    import numpy as np
+
+    from mtpsim.uncertainty import sensitivity as sens
+    from mtpsim.uncertainty.summary import interval
+
+    k, p, iv, robust = adv.recommendation(prob)
+    if robust:
+        return None
+    best = adv.best_fresh()
+    y = adv.gain(k, p)
+    inputs = {n: np.array([d.unit[n] for d in adv.draws]) for n in adv.draws[0].unit}
+    rows = sens.table(inputs, y)
+    group, share, params = sens.measure_next(rows)
+    if p == "fresh" or k == 0:
+        ctx = max(adv.dep.contexts)
+    else:
+        ctx = max(adv.dep.contexts, key=lambda c: float(np.ptp(adv.share_vs_fresh(k, c))))
+    far = sorted({n for c, notes in adv.notes.items() if c[0] == k for n in notes})
+    return {"k": k, "policy": p, "gain_pct": interval(y, None, prob, delta=True).to_json(),
+            "over_fresh_k": best, "measurement": group, "params": params[:3],
+            "variance_share": share, "ranked_by": ("rank correlation" if all(
+                r.share == 0 for r in rows) else "variance share"), "extrapolated": far, "context": ctx,
+            "point_sets": cell_sets(adv.dep, k, ctx), "group": group}
+
+
+def write_point(dep: Any, doubt: dict, folder: Path) -> Path:
+    """The deployment cell the measurement is for, as an experiment file (the PR's experiment
+    with the cell's settings; its measured rows, of another setup, left out), so the printed
+    command is short and the settings are in one place a user can read and edit."""
+    from mtpsim.fileio import atomic_write_text, output_dir
+    from mtpsim.spec import load_experiment
+    from mtpsim.spec.write import experiment_toml
+
+    exp = load_experiment(str(PR_EXPERIMENT), doubt["point_sets"])
+    d = {k: v for k, v in exp.to_dict().items() if k not in ("source", "overrides")}
+    d["description"] = (f"advise point: k={doubt['k']}, context {doubt['context']:,}, "
+                        f"{dep.model} {dep.quantization} on {dep.tp} x {dep.gpu}")
+    cal = d.get("calibration", {})
+    for key in ("measured", "measured_source", "fit_metrics", "fit_policy", "fit"):
+        cal.pop(key, None)
+    output_dir(folder, "advise point file")
+    path = folder / f"{Path(dep.source).stem}-k{doubt['k']}-ctx{doubt['context']}.toml"
+    atomic_write_text(path, experiment_toml(d, f"mtpsim advise {dep.source}: the cell whose "
+                                            f"measurement would decide k={doubt['k']}, "
+                                            f"{doubt['policy']}\n(experiments/pr47352.toml with "
+                                            + ", ".join(doubt["point_sets"]) + ")"))
+    return path
+
+
+PR_EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "pr47352.toml"
+
+
+def cell_sets(dep: Any, k: int, ctx: int) -> list[str]:
+    """The PR's experiment's overrides for one cell of the deployment."""
+    conc = max(dep.concurrency)
+    return [f"speculative.num_speculative_tokens={k}", f"workload.input_len={ctx}",
+            f"workload.max_input_len={ctx}", f"workload.output_len={dep.output_len}",
+            f"workload.max_concurrency={conc}", f"workload.num_prompts={max(8, 2 * conc)}",
+            f"workload.temperature={dep.temperature:g}", f"engine.tp={dep.tp}",
+            f"engine.max_num_seqs={dep.max_num_seqs}", f'model.quantization="{dep.quantization}"',
+            f'hardware.preset="{dep.gpu}"', f'model.preset="{dep.model}"']
