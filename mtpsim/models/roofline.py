@@ -504,12 +504,20 @@ class CostModel:
                               requests=s.num_decode)
         shards = self._row_shards()
         if np.any(s.prefill_tokens):  # exactly 0 at steps without prefill (x + 0 == x)
-            both = self._target(v_tok + s.prefill_tokens, q * s.decode_keys,
-                                q * s.decode_ctx + s.prefill_pairs / shards,
-                                s.decode_ctx + s.prefill_reads, v_tok + s.prefill_done,
-                                s.prefill_keys, s.prefill_reads, s.num_decode, s.prefill_tokens)
-            prefill = (both - verify
-                       + self._topk_gather(self._stack.indexer, s.prefill_tokens))
+            # so over many steps only those with prompt chunks are priced again (each step's
+            # arithmetic is its own: the same numbers, a fraction of the work)
+            at = np.flatnonzero(s.prefill_tokens) if np.ndim(s.prefill_tokens) == 1 else None
+            x = (lambda v: v[at] if np.ndim(v) == 1 else v) if at is not None else (lambda v: v)
+            vt, ptok = x(v_tok), x(s.prefill_tokens)
+            both = self._target(vt + ptok, q * x(s.decode_keys),
+                                q * x(s.decode_ctx) + x(s.prefill_pairs) / shards,
+                                x(s.decode_ctx) + x(s.prefill_reads), vt + x(s.prefill_done),
+                                x(s.prefill_keys), x(s.prefill_reads), x(s.num_decode), ptok)
+            prefill = both - x(verify) + self._topk_gather(self._stack.indexer, ptok)
+            if at is not None:
+                full = np.zeros(np.shape(s.prefill_tokens))
+                full[at] = prefill
+                prefill = full
         else:
             prefill = 0.0 * verify
         if k == 0:  # plain decoding: no MTP layer runs, only the target and its sampling
