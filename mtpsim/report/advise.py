@@ -206,9 +206,9 @@ def legend(adv: Any, prob: float) -> list[str]:
 
 
 def _level(adv: Any, k: int, policy: str, prob: float) -> str:
-    from mtpsim.uncertainty.summary import interval
+    from mtpsim.uncertainty.summary import interval as summarize
 
-    thr = interval(adv.mix(k, policy, "output_throughput"), None, prob)
-    tpot = interval(adv.mix(k, policy, "median_tpot_ms"), None, prob)
-    return (f"{thr.median:,.0f} [{thr.lo:,.0f}, {thr.hi:,.0f}] output tok/s, median TPOT "
-            f"{tpot.median:.2f} [{tpot.lo:.2f}, {tpot.hi:.2f}] ms")
+    thr = summarize(adv.mix(k, policy, "output_throughput"), None, prob)
+    tpot = summarize(adv.mix(k, policy, "median_tpot_ms"), None, prob)
+    return (f"{interval(thr.median, thr.lo, thr.hi, ',.0f')} output tok/s, median TPOT "
+            f"{interval(tpot.median, tpot.lo, tpot.hi, '.2f')} ms")
