@@ -5,6 +5,7 @@ what conditioning did, the sensitivity table, the measurement to make next, and 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from rich import box
 from rich.table import Table
@@ -247,3 +248,27 @@ def sweep_table(experiment: str, keys: list[str], records: list[dict], n: int) -
                       "" if d is None else number(d["p_pos"], ".2f"), row.get("verdict", ""),
                       "EXTRAPOLATED" if rec["flags"] else "")
     return t
+
+
+def print_run(console: Any, run: UncertaintyRun, shown: tuple[str, ...] = METRICS) -> None:
+    """Every table of an uncertainty run, each cut to the terminal's width, then the lines."""
+    from mtpsim.report.fit import print_lines, print_table
+
+    groups = intervals_groups(run)
+    print_table(console, intervals_table(run, PRIOR, shown), group=groups)
+    if ALL_ROWS in run.weights:
+        print_table(console, intervals_table(run, ALL_ROWS, shown), group=groups)
+        print_table(console, measured_table(run), keep=2)
+        print_table(console, narrowing_table(run))
+        if (noise_table := noise_sensitivity_table(run)) is not None:
+            print_table(console, noise_table, keep=1)
+    print_table(console, sensitivity_table(run))
+    print_lines(console, lines(run))
+
+
+def print_sweep(console: Any, table: Table, axes: int) -> None:
+    """The `sweep --uncertainty` grid cut to fit: the grid values and the policy label repeat;
+    a delta keeps its P and verdict."""
+    from mtpsim.report.fit import print_table
+
+    print_table(console, table, keep=axes + 1, group=(1, 1, 3, 1))

@@ -17,10 +17,9 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
                          as_json: bool, out: Path | None, metrics: str | None = None) -> None:
     from mtpsim.fileio import atomic_write_json, output_dir
     from mtpsim.report import uncertainty as tables
-    from mtpsim.report.fit import print_lines, print_table
     from mtpsim.runs.executor import default_workers
     from mtpsim.uncertainty.limits import check_draws
-    from mtpsim.uncertainty.run import ALL_ROWS, PRIOR, propagate
+    from mtpsim.uncertainty.run import propagate
 
     check_draws(n, "--uncertainty")
     shown = tables.choose_metrics(metrics)
@@ -44,16 +43,7 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
     if as_json:
         typer.echo(dumps(payload, indent=2))
         return
-    groups = tables.intervals_groups(run)
-    print_table(console, tables.intervals_table(run, PRIOR, shown), group=groups)
-    if ALL_ROWS in run.weights:
-        print_table(console, tables.intervals_table(run, ALL_ROWS, shown), group=groups)
-        print_table(console, tables.measured_table(run), keep=2)
-        print_table(console, tables.narrowing_table(run))
-        if (noise_table := tables.noise_sensitivity_table(run)) is not None:
-            print_table(console, noise_table, keep=1)
-    print_table(console, tables.sensitivity_table(run))
-    print_lines(console, tables.lines(run))
+    tables.print_run(console, run, shown)
     if out is not None:
         console.print(f"wrote {out / 'uncertainty.json'} (every draw)", highlight=False)
 
@@ -61,7 +51,6 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
 def sweep_uncertainty(experiment: str, axes, points, n: int, jobs: int, out: Path | None,
                       as_json: bool) -> None:
     from mtpsim.report import uncertainty as tables
-    from mtpsim.report.fit import print_table
     from mtpsim.uncertainty.limits import check_draws, check_simulations
     from mtpsim.uncertainty.sweep import run_grid
 
@@ -74,6 +63,4 @@ def sweep_uncertainty(experiment: str, axes, points, n: int, jobs: int, out: Pat
                                "points": [{k: v for k, v in r.items() if k != "run"}
                                           for r in records]}, indent=2))
         return
-    t = tables.sweep_table(experiment, keys, records, n)
-    # cut to fit: the grid values and policy label repeat; a delta keeps its P and verdict
-    print_table(console, t, keep=len(keys) + 1, group=(1, 1, 3, 1))
+    tables.print_sweep(console, tables.sweep_table(experiment, keys, records, n), len(keys))
