@@ -2,9 +2,10 @@
 `mtpsim simulate experiments/pr47352.toml --uncertainty N --set seed=S --json` for S = 0..9
 (each seed scrambles the quasi-random draws and reseeds each draw's simulation), then per N
 the interval ends, their spread over seeds, the bootstrap MC SE each run printed, the effective
-draws and the verdicts (against the default region of practical equivalence).
+draws, the draws the adaptive sampler added (docs/uncertainty.md section 10) and the verdicts
+(against the default region of practical equivalence).
 
-    python benchmarks/mc_seed_spread.py --draws 64 256 --out runs/mc-seeds
+    nice -n 19 python benchmarks/mc_seed_spread.py --draws 64 --out runs/mc-seeds
     python benchmarks/mc_seed_spread.py --summarise runs/mc-seeds --write docs/data/mc-seeds/summary.json
 """
 
@@ -42,7 +43,9 @@ def summarise(folder: Path) -> dict:
         n, s = f.stem[1:].split("-seed")
         d = json.loads(f.read_text())
         deltas = d["summary"]["all measured rows"]["deltas"]["share"]
-        rec = {"seed": int(s), "effective_draws": d["effective_draws"]["all measured rows"]}
+        rec = {"seed": int(s), "effective_draws": d["effective_draws"]["all measured rows"],
+               "draws": d["draws_n"], "stages": d.get("sampler", {}).get("stages", [d["draws_n"]]),
+               "wall_s": d["wall_s"]}
         for m in METRICS:
             iv = deltas[m]
             v = verdict(Interval(iv["median"], iv["lo"], iv["hi"], half=iv.get("region", 0.5)), "share",
@@ -51,7 +54,10 @@ def summarise(folder: Path) -> dict:
         by_n.setdefault(int(n), []).append(rec)
     out = {}
     for n, recs in sorted(by_n.items()):
-        agg = {"seeds": len(recs), "runs": sorted(recs, key=lambda r: r["seed"])}
+        agg = {"seeds": len(recs), "runs": sorted(recs, key=lambda r: r["seed"]),
+               "draws_range": [min(r["draws"] for r in recs), max(r["draws"] for r in recs)],
+               "effective_draws_range": [min(r["effective_draws"] for r in recs),
+                                         max(r["effective_draws"] for r in recs)]}
         for m in METRICS:
             for end in ("lo", "hi"):
                 xs = [r[m][end] for r in recs]
@@ -59,6 +65,7 @@ def summarise(folder: Path) -> dict:
                 agg[f"{m}_{end}_range"] = [min(xs), max(xs)]
             agg[f"{m}_verdicts"] = sorted({r[m]["verdict"] for r in recs})
             agg[f"{m}_mc_se_median"] = statistics.median(r[m]["mc_se"] for r in recs)
+            agg[f"{m}_mc_se_max"] = max(r[m]["mc_se"] for r in recs)
         out[str(n)] = agg
     return out
 
@@ -78,7 +85,9 @@ def main() -> None:
         for m in METRICS:
             print(f"N={n} {m}: lo range {agg[f'{m}_lo_range']}, sd {agg[f'{m}_lo_sd_over_seeds']:.2f}; "
                   f"hi range {agg[f'{m}_hi_range']}, sd {agg[f'{m}_hi_sd_over_seeds']:.2f}; median MC SE "
-                  f"{agg[f'{m}_mc_se_median']:.2f}; verdicts {agg[f'{m}_verdicts']}")
+                  f"{agg[f'{m}_mc_se_median']:.2f} (max {agg[f'{m}_mc_se_max']:.2f}); verdicts "
+                  f"{agg[f'{m}_verdicts']}; draws {agg['draws_range']}, effective "
+                  f"{agg['effective_draws_range']}")
     if args.write:
         args.write.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(args.write, summary)

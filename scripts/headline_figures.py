@@ -8,7 +8,7 @@ docs/validation.md state exactly these values, and that the README's answer stat
 
 Run:   python scripts/headline_figures.py
        python scripts/headline_figures.py --regenerate   # re-simulate docs/data/pr47352-sim first (seconds)
-       python scripts/headline_figures.py --regenerate-uncertainty   # rerun --uncertainty 64 (a minute)
+       python scripts/headline_figures.py --regenerate-uncertainty   # rerun --uncertainty 64 (~1 CPU minute)
 """
 
 from __future__ import annotations
@@ -196,8 +196,8 @@ def regenerate() -> None:
 
 def regenerate_uncertainty(jobs: int = 1) -> None:
     """Rerun `--uncertainty 64` on the upstream experiment into docs/data/pr47352-uncertainty
-    (without the 64 draws, the wall time and the worker count; the draws are quasi-random and
-    seeded, so the summary reproduces)."""
+    (without its draws, the wall time and the worker count; the draws, the 64 prior ones and the
+    adaptive stages', are quasi-random and seeded, so the summary reproduces)."""
     import json
 
     from mtpsim.fileio import atomic_write_text, finite_json

@@ -63,7 +63,8 @@ def intervals_table(run: UncertaintyRun, which: str, metrics: tuple[str, ...] = 
     s = run.summary(which)
     pct = round(100 * run.prob)
     what = ("priors only" if which == PRIOR else
-            f"conditioned on {which}, {ess(run.weights[which]):.1f} effective")
+            f"conditioned on {which}, {ess(run.weights[which]):.1f} effective"
+            + (", adaptive importance sampling" if run.design is not None else ""))
     flag = " · EXTRAPOLATED" if run.extrapolation.flagged else ""
     n = run.prior_n if which == PRIOR else len(run.draws)
     t = Table(title=f"{run.experiment}: median [{pct} % interval] over {n} draws ({what}){flag}",
@@ -208,20 +209,33 @@ def lines(run: UncertaintyRun) -> list[str]:
 
 
 def mc_line(run: UncertaintyRun) -> str:
-    """Whether the quoted delta ends are steady to MC_SE_TARGET, and the draws that would be."""
-    from mtpsim.uncertainty.summary import MC_SE_TARGET
+    """Whether the quoted delta ends are steady to `uncertainty.mc_se_target`, and the draws
+    that would be."""
+    from mtpsim.uncertainty.adaptive import MIN_PILOT
 
     which = run.best()
     ivs = [iv for d in run.summary(which)["deltas"].values() for m, iv in d.items()
            if m in METRICS and m != "spec_decode_acceptance_length" and not math.isnan(iv.mc_se)]
     worst = max((iv.mc_se for iv in ivs), default=math.nan)
     eff = run.prior_n if which == PRIOR else ess(run.weights[which])
-    head = (f"Monte Carlo: {len(run.draws)} draws ({eff:.1f} effective, {which}); largest MC SE "
-            f"of a quoted timing-delta end {worst:.2f} points")
-    if worst <= MC_SE_TARGET:
-        return head + f" (target {MC_SE_TARGET}: met)"
-    need = int(math.ceil(len(run.draws) * (worst / MC_SE_TARGET) ** 2 / 32) * 32)
-    return head + (f" > target {MC_SE_TARGET}: ends move by that much with the seed; about "
+    target = run.exp.uncertainty.mc_se_target
+    stages = ([n for n, _ in run.design.stages] if run.design is not None and which != PRIOR
+              else [])
+    how = (f"{run.prior_n} prior + {len(run.draws) - run.prior_n} adaptive importance-sampling "
+           "draws" if len(stages) > 1 else f"{len(run.draws)} draws")
+    head = (f"Monte Carlo: {how} ({eff:.1f} effective, {which}); largest MC SE of a quoted "
+            f"timing-delta end {worst:.2f} points")
+    if worst <= target:
+        return head + f" (target {target}: met)"
+    need = int(math.ceil(len(run.draws) * (worst / target) ** 2 / 32) * 32)
+    if run.design is not None and which != PRIOR:
+        return head + (f" > target {target}: ends move by that much with the seed; about "
+                       f"--set uncertainty.max_draws={need} would meet it")
+    if which != PRIOR and run.prior_n < MIN_PILOT:
+        return head + (f" > target {target}: ends move by that much with the seed; "
+                       f"--uncertainty {MIN_PILOT} or more adds adaptive importance-sampling "
+                       "draws until it is met")
+    return head + (f" > target {target}: ends move by that much with the seed; about "
                    f"--uncertainty {need} would meet it")
 
 

@@ -353,6 +353,12 @@ class UncertaintySpec:
     acceptance_noise: float = option(0.0, "SD of a measured acceptance length (0 = the "
                                      "placebo noise floor of the measured rows, else 0.01)",
                                      _nonneg)
+    mc_se_target: float = option(0.1, "Monte Carlo SE, points, that the conditioned timing-delta "
+                                 "interval ends are drawn to (adaptive importance sampling adds "
+                                 "draws until it is met or max_draws is reached)", greater_than(0))
+    max_draws: int = option(2048, "draws of a conditioned --uncertainty run at most, prior draws "
+                            "and adaptive stages together (at or below --uncertainty N: the "
+                            "prior draws alone)", in_range(0, 4096))
     discrepancy_pct: float = option(3.0, "model-discrepancy SD of timings inside the "
                                     "calibrated range, %", _PCT_SD)
     extrapolation_pct: float = option(4.0, "added timing SD per unit of distance outside the "

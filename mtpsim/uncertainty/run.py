@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -11,6 +13,7 @@ import numpy as np
 
 from mtpsim.spec import Experiment
 from mtpsim.spec.roles import setup_overrides
+from mtpsim.uncertainty import adaptive
 from mtpsim.uncertainty import posterior as post
 from mtpsim.uncertainty import sensitivity as sens
 from mtpsim.uncertainty.domain import Domain, Extrapolation, domain_of, extrapolation
@@ -42,6 +45,7 @@ class UncertaintyRun:
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     jobs: int = 1
+    design: adaptive.Design | None = None  # the adaptive stages after the prior draws, if any
     _summaries: dict[tuple, dict[str, dict]] = field(default_factory=dict, repr=False)
 
     @property
@@ -58,9 +62,9 @@ class UncertaintyRun:
         for the same summary a dozen times, and each costs a bootstrap of every interval."""
         key = (which, len(self.values), id(self.conditioned.get(which)), id(self.weights.get(which)))
         if key not in self._summaries:
-            if which == PRIOR:
-                self._summaries[key] = summarize(self.values, self.policies, None, self.prob,
-                                                 self.rope)
+            if which == PRIOR:  # the adaptive stages' draws are not the priors'
+                self._summaries[key] = summarize(self.values[:self.prior_n], self.policies, None,
+                                                 self.prob, self.rope)
             else:
                 self._summaries[key] = summarize(self.conditioned[which], self.policies,
                                                  self.weights[which], self.prob, self.rope)
@@ -121,18 +125,25 @@ class UncertaintyRun:
         rows, fit_policy = self.measured, self.exp.calibration.fit_policy
         level = fit_policy if fit_policy in rows else next(iter(rows))
         z = [d.z["z_time"] for d in self.draws]
+        corr = self.correction()
         policy, _ = self.decisive()
         out, shown = [], ("output_throughput", "median_tpot_ms")
         for pct in pcts:
             noise = dataclasses.replace(self.noise, timing_sd=pct / 100)
             values = post.refit_level(self.values, z, level, rows[level], noise)
-            w = post.normalized(post.loglik(values, rows, noise, level))
+            w = adaptive.weights(post.loglik(values, rows, noise, level), corr)
             s = summarize(values, self.policies, w, self.prob, self.rope, only=shown)["deltas"][policy]
             out.append({"timing_noise_pct": pct, "effective_draws": post.ess(w),
                         **{m: {**s[m].to_json(), "verdict": verdict(s[m], policy, self.policies[0], m,
                                                                      self.exp.k)}
                            for m in shown if m in s}})
         return out
+
+    def correction(self) -> np.ndarray:
+        """Per draw, log prior density - log design density (zeros for prior draws alone)."""
+        if self.design is None:
+            return np.zeros(len(self.draws))
+        return self.design.log_correction(latent(self.draws))
 
     def recommendation(self) -> tuple[str, float, list[str], str]:
         group, share, params = sens.measure_next(self.sensitivity())
@@ -143,6 +154,14 @@ class UncertaintyRun:
                 "runs MTP only) and writing the row as calibration.measured.no_mtp with "
                 "calibration.fit_policy = no_mtp")
         return group, share, params, sens.command_for(group, self.experiment, self.calibrated)
+
+    def sampler(self) -> dict[str, Any]:
+        """How the draws were made: the prior draws, then each adaptive stage's size."""
+        u = self.exp.uncertainty
+        stages = [n for n, _ in self.design.stages] if self.design else [self.prior_n]
+        return {"method": "adaptive importance sampling (defensive mixture, balance heuristic)"
+                if len(stages) > 1 else "prior draws", "stages": stages,
+                "mc_se_target": u.mc_se_target, "max_draws": u.max_draws}
 
     def to_json(self) -> dict[str, Any]:
         def summ(s: dict) -> dict:
@@ -165,6 +184,7 @@ class UncertaintyRun:
             "noise_model": None if self.noise is None else self.noise.describe(),
             "summary": {name: summ(self.summary(name)) for name in [PRIOR, *self.weights]},
             "effective_draws": {name: post.ess(w) for name, w in self.weights.items()},
+            "sampler": self.sampler(),
             "sensitivity": [{"param": s.param, "rho": s.rho, "share": s.share}
                             for s in self.sensitivity()],
             "measure_next": dict(zip(("measurement", "share", "params", "command"),
@@ -221,6 +241,10 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int = 1,
                              + "; ".join(ext.notes) + ")")
         elif condition:
             _condition(run, rows)
+            _adapt(run, cal, jobs, progress)
+            if ALL_ROWS in run.weights and (e := post.ess(run.weights[ALL_ROWS])) < 10:
+                run.notes.append(f"the conditioned intervals rest on {e:.1f} effective draws: "
+                                 "raise --uncertainty for steadier figures")
     run.wall_s = time.perf_counter() - t0
     return run
 
@@ -251,16 +275,76 @@ def _run_stage(run: UncertaintyRun, draws: list[Draw], cal: Any, jobs: int,
 def _condition(run: UncertaintyRun, rows: dict[str, dict[str, Any]]) -> None:
     run.measured = rows
     run.noise = post.noise_model(rows, run.exp.uncertainty)
-    fit_policy = run.exp.calibration.fit_policy
+    _weigh(run)
+
+
+def _weigh(run: UncertaintyRun) -> None:
+    """Weights of every draw under all rows and each row alone (design-corrected)."""
+    rows = run.measured
     sets = {ALL_ROWS: rows, **{f"{p} row": {p: r} for p, r in rows.items()}}
     z = [d.z["z_time"] for d in run.draws]
+    corr = run.correction()
     for name, subset in sets.items():
-        level = fit_policy if fit_policy in subset else next(iter(subset))
+        level = _level(run, subset)
         if not isinstance(subset[level].get("output_throughput"), int | float):
             continue
         values = post.refit_level(run.values, z, level, subset[level], run.noise)
         run.conditioned[name] = values
-        run.weights[name] = post.normalized(post.loglik(values, subset, run.noise, level))
-    if ALL_ROWS in run.weights and (e := post.ess(run.weights[ALL_ROWS])) < 10:
-        run.notes.append(f"the conditioned intervals rest on {e:.1f} effective draws: "
-                         "raise --uncertainty for steadier figures")
+        run.weights[name] = adaptive.weights(post.loglik(values, subset, run.noise, level), corr)
+
+
+def latent(draws: Sequence[Draw]) -> np.ndarray:
+    """[draws, d] normal scores of the draws' unit-cube points (N(0, I) under the priors)."""
+    from scipy.special import ndtri
+
+    u = np.array([list(d.unit.values()) for d in draws], float).reshape(len(draws), -1)
+    z = np.array([[d.z[n] for n in Z_NAMES] for d in draws], float)
+    return np.concatenate([ndtri(u), z], axis=1)
+
+
+def _level(run: UncertaintyRun, rows: dict[str, dict[str, Any]]) -> str:
+    fit_policy = run.exp.calibration.fit_policy
+    return fit_policy if fit_policy in rows else next(iter(rows))
+
+
+def _adapt(run: UncertaintyRun, cal: Any, jobs: int,
+           progress: Callable[[int, int], None] | None) -> None:
+    """Adaptive stages (mtpsim.uncertainty.adaptive) until the conditioned, tabled timing-delta
+    ends' MC SE meets `uncertainty.mc_se_target` or the draws reach `uncertainty.max_draws`."""
+    from scipy.special import ndtr
+
+    from mtpsim.uncertainty.draws import METRICS
+    from mtpsim.uncertainty.summary import ACCEPTANCE, summarize
+
+    u, rows = run.exp.uncertainty, run.measured
+    if (ALL_ROWS not in run.weights or len(run.policies) < 2 or u.max_draws <= run.prior_n
+            or run.prior_n < adaptive.MIN_PILOT):
+        return
+    level = _level(run, rows)
+    shown = tuple(m for m in METRICS if m not in ACCEPTANCE)
+
+    def conditioned(start: int) -> list:
+        z = [d.z["z_time"] for d in run.draws[start:]]
+        return post.refit_level(run.values[start:], z, level, rows[level], run.noise)
+
+    def draw(points: np.ndarray, stage: int) -> tuple[np.ndarray, np.ndarray]:
+        n = len(run.draws)
+        unit = np.clip(ndtr(points), 1e-6, 1 - 1e-6)
+        draws = [dataclasses.replace(d, index=n + d.index)
+                 for d in plan(run.exp, len(points), seed_offset=stage, unit=unit)]
+        _run_stage(run, draws, cal, jobs, progress, n + len(points))
+        return latent(draws), post.loglik(conditioned(n), rows, run.noise, level)
+
+    def worst_se(w: np.ndarray) -> float:
+        s = summarize(conditioned(0), run.policies, w, run.prob, run.rope, only=shown)["deltas"]
+        return max((iv.mc_se for d in s.values() for iv in d.values() if math.isfinite(iv.mc_se)),
+                   default=math.nan)
+
+    ll = post.loglik(conditioned(0), rows, run.noise, level)
+    run.design, _, worst = adaptive.adapt(latent(run.draws), ll, draw, worst_se, u.mc_se_target,
+                                          u.max_draws, run.exp.seed, run.prior_n)
+    _weigh(run)
+    if math.isfinite(worst) and worst > u.mc_se_target:
+        run.notes.append(f"the conditioned timing-delta ends have MC SE {worst:.2f} points after "
+                         f"{len(run.draws)} draws (uncertainty.max_draws): above the "
+                         f"{u.mc_se_target} target")

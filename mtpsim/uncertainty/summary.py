@@ -167,8 +167,22 @@ MC_SE_TARGET = 0.1  # points (% for timings): an interval end quoted to 0.1 must
 
 
 def mc_se(x: np.ndarray, w: np.ndarray | None, prob: float, reps: int = MC_REPS) -> float:
-    """Monte Carlo SE of the interval's ends: the SD over `reps` bootstrap resamples of the draws
-    (with their weights) of each end, the larger of the two. Seeded: the same draws, the same SE."""
+    """Monte Carlo SE of the interval's ends, the larger end: the larger of two estimates, each
+    of which fails in its own way (a bootstrap over the draws with their weights misses what a
+    few heavy weights hide; the delta method of importance sampling, mtpsim.uncertainty.adaptive,
+    rests on a kernel density at the end). Seeded: the same draws, the same SE."""
+    from mtpsim.uncertainty.adaptive import quantile_se
+
+    a = (1 - prob) / 2
+    ww = np.ones(len(x)) if w is None else w  # one quantile rule, weighted or not
+    delta = max(quantile_se(x, w, p, wquantile(x, ww, p)) for p in (a, 1 - a))
+    boot = bootstrap_se(x, w, prob, reps)
+    return max(boot, delta) if not math.isnan(delta) else boot
+
+
+def bootstrap_se(x: np.ndarray, w: np.ndarray | None, prob: float, reps: int = MC_REPS) -> float:
+    """The SD over `reps` bootstrap resamples of the draws (with their weights) of each interval
+    end, the larger of the two."""
     n = len(x)
     if n < 2:
         return math.nan
