@@ -117,3 +117,12 @@ def test_vllm_is_given_the_cache_settings_the_simulator_sized():
     assert argv[argv.index("--kv-cache-dtype") + 1] == "fp8"
     plain = vllm_serve_argv(_exp(), "fresh", 8000)
     assert "--max-model-len" not in plain and "--kv-cache-dtype" not in plain
+
+
+def test_an_unknown_kv_cache_dtype_is_one_line_exit_2(tmp_path):
+    p = tmp_path / "bad.toml"
+    p.write_text('[engine]\nkv_cache_dtype = "fp4"\n')
+    r = subprocess.run([sys.executable, "-m", "mtpsim", "simulate", str(p)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "bad.toml" in r.stderr and "engine.kv_cache_dtype" in r.stderr and "'fp8'" in r.stderr
