@@ -12,7 +12,7 @@ from mtpsim.result import PHASES
 
 def acceptance_fit_table(cal: Calibration) -> Table:
     a = cal.acceptance
-    kappa = "-" if a.kappa is None else f"{a.kappa:.3g}"
+    kappa = number(a.kappa, ".3g")
     steps = "" if not a.kappa_steps else (
         "; per draft step (penalty kappa_step) " + " / ".join(f"{x:.3g}" for x in a.kappa_steps))
     t = Table(title=f"Acceptance fit: conditional rate per position (L_ref {a.context_ref:.0f}, "

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from mtpsim.report.fit import footnote_dashes
-from mtpsim.report.numbers import signed, sized
+from mtpsim.report.numbers import number, signed, sized
 
 if TYPE_CHECKING:
     from mtpsim.compare import ABReport, ABRow, FidelityRow
@@ -67,7 +67,7 @@ def ab_table(rep: ABReport, mode: str) -> Table:
     for r in rep.rows:
         rel = r.paired_mean_pct if r.rounds else r.rel_pct  # paired: the CI's own centre
         t.add_row(r.label, sized(r.a, r.key), sized(r.b, r.key), sized(r.delta, r.key), signed(rel, 2, "%"),
-                  *((_ci(r), "-" if r.p_above != r.p_above else f"{r.p_above:.2f}") if has_ci else ()),
+                  *((_ci(r), number(r.p_above, ".2f")) if has_ci else ()),
                   _verdict(rep, r))
     return footnote_dashes(t, "no CI for this metric: no per-request form or no paired rounds")
 

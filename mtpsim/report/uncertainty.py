@@ -54,9 +54,7 @@ def _delta(iv: Interval, metric: str) -> str:
 
 
 def _se(iv: Interval, metric: str) -> str:
-    if math.isnan(iv.mc_se):
-        return "-"
-    return f"{iv.mc_se:.4f}" if metric == "spec_decode_acceptance_length" else f"{iv.mc_se:.2f}"
+    return number(iv.mc_se, ".4f" if metric == "spec_decode_acceptance_length" else ".2f")
 
 
 def intervals_table(run: UncertaintyRun, which: str, metrics: tuple[str, ...] = METRICS) -> Table:
