@@ -261,6 +261,12 @@ def trust_figures() -> list[tuple[str, list[Figure]]]:
     seeds = [Figure(f"{n} draws: SD over 10 seeds of the throughput interval's ends",
                     f"{mc[n]['output_throughput_lo_sd_over_seeds']:.2f} / "
                     f"{mc[n]['output_throughput_hi_sd_over_seeds']:.2f}", src) for n in ("64", "256")]
+    ada = json.loads((DATA / "mc-seeds" / "adaptive.json").read_text())["64"]
+    src = (f"{_rel(DATA / 'mc-seeds')}/adaptive.json (python benchmarks/mc_seed_spread.py --draws 64 "
+           "--write ...)")
+    seeds += [Figure(f"adaptive, --uncertainty 64: SD over 10 seeds of the {what} interval's ends",
+                     f"{ada[f'{m}_lo_sd_over_seeds']:.2f} / {ada[f'{m}_hi_sd_over_seeds']:.2f}", src)
+              for m, what in (("output_throughput", "throughput"), ("median_tpot_ms", "TPOT"))]
     return [("Back-to-back paired runs", b2b), ("Machine-speed probe", probe),
             ("Monte Carlo spread over seeds", seeds)]
 
