@@ -18,7 +18,8 @@ from mtpsim.trace import read_trace
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted([ROOT / "experiments/heldout/calibration.json",
                   ROOT / "experiments/heldout/v10/calibration.json",
-                  *(ROOT / "docs/data").glob("*/calibration*.json")])
+                  *(p for p in (ROOT / "docs/data").glob("*/calibration*.json")
+                    if p.name != "calibration-source.json")])  # a campaign's note of which fit it used
 ROUND = ROOT / "docs/data/heldout-v10/calibrate/rounds/r00"
 # What the module-level functions (`_fit_kappa`, `_fit_kappa_steps`, `_fit_kappa_lk`) fitted on
 # ROUND at commit 61cfcb0, before the forms became classes; the classes give them bit for bit
