@@ -46,6 +46,7 @@ TOP_LEVEL = ("description", "seed", "policies")
 PRESET_EXTRAS = ("uncertainty",)  # sections a model preset may give defaults for
 OVERRIDE_SOURCE = "--set"
 MAX_SPEC_BYTES = 4 * MiB
+_BOOKKEEPING = {"role": "bookkeeping"}  # the role of the TOP_LEVEL fields (mtpsim.spec.fields.ROLES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +63,9 @@ class Experiment:
     reference: ReferenceSpec
     vllm: VllmSpec
     uncertainty: UncertaintySpec
-    policies: tuple[str, ...] = ("fresh", "share")
-    seed: int = 0
-    description: str = ""
+    policies: tuple[str, ...] = field(default=("fresh", "share"), metadata=_BOOKKEEPING)
+    seed: int = field(default=0, metadata=_BOOKKEEPING)
+    description: str = field(default="", metadata=_BOOKKEEPING)
     source: str = "<memory>"
     overrides: tuple[str, ...] = field(default=())
 

@@ -18,11 +18,35 @@ from mtpsim.errors import SpecError
 Check = Callable[[Any], str | None]
 
 
-def option(default: Any, help: str, check: Check | None = None) -> Any:
-    """A spec field with a default, its help text and an optional value check."""
+# What a field means, which decides whether overriding it leaves measured rows valid:
+# setup: what a real run measured (model, GPU, engine, drafting, workload);
+# model: the simulator's model parameters and fits, and the data they are fitted on;
+# prior: the uncertainty priors, noise model and Monte Carlo settings;
+# runner: how real mode launches a run (server flags, ports, devices); the simulator ignores it;
+# bookkeeping: seed, policies, descriptions and file pointers.
+ROLES = ("setup", "model", "prior", "runner", "bookkeeping")
+
+
+def option(default: Any, help: str, check: Check | None = None, role: str | None = None) -> Any:
+    """A spec field with a default, its help text, an optional value check and its role (one of
+    ROLES; None: the section's `ROLE`)."""
+    if role is not None and role not in ROLES:
+        raise ValueError(f"role {role!r} is not one of {', '.join(ROLES)}")
+    meta = {"help": help, "check": check, "role": role}
     if isinstance(default, dict):
-        return field(default_factory=lambda: dict(default), metadata={"help": help, "check": check})
-    return field(default=default, metadata={"help": help, "check": check})
+        return field(default_factory=lambda: dict(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def role_of(cls: type, name: str) -> str:
+    """The role of field `name` of section `cls`: its own, else the section's `ROLE`."""
+    f = next((f for f in fields(cls) if f.name == name), None)
+    if f is None:
+        raise KeyError(f"{cls.__name__} has no field {name!r}")
+    role = f.metadata.get("role") or getattr(cls, "ROLE", None)
+    if role not in ROLES:
+        raise ValueError(f"{cls.__name__}.{name} declares no role (one of {', '.join(ROLES)})")
+    return role
 
 
 def at_least(lo: float) -> Check:

@@ -1,12 +1,35 @@
-"""Which spec fields describe the measured setup (workload, engine, model, GPU) and which only
-the models, priors and bookkeeping: an override of the latter leaves measured rows valid."""
+"""Which `--set` overrides change the measured setup (workload, engine, model, GPU), read from the
+role each spec field declares (mtpsim.spec.fields.ROLES): overriding any other role leaves
+measured rows valid."""
 
 from __future__ import annotations
 
-# prefixes of fields that are model parameters or bookkeeping, not part of the measured setup
-NEUTRAL = ("seed", "policies", "acceptance.", "calibration.", "description", "reference.", "vllm.")
+from dataclasses import fields
+
+from mtpsim.spec.experiment import SECTIONS, TOP_LEVEL, Experiment
+from mtpsim.spec.fields import role_of
+
+
+def key_role(key: str) -> str:
+    """The role of a dotted `--set` key (`workload.input_len`, `seed`, a deeper key such as
+    `calibration.measured.fresh.x` takes its field's role; a whole section is setup if any of its
+    fields is). A key the spec does not declare is "setup": loading the spec refuses it anyway."""
+    parts = [p.strip() for p in key.split(".")]
+    head = parts[0]
+    if head in TOP_LEVEL and len(parts) == 1:
+        return role_of(Experiment, head)
+    cls = SECTIONS.get(head)
+    if cls is None:
+        return "setup"
+    if len(parts) == 1:
+        roles = {role_of(cls, f.name) for f in fields(cls)}
+        return "setup" if "setup" in roles else cls.ROLE
+    try:
+        return role_of(cls, parts[1])
+    except KeyError:
+        return "setup"
 
 
 def setup_overrides(sets: list[str]) -> list[str]:
     """The `--set` overrides that change the measured setup (workload, engine, model, GPU)."""
-    return [o for o in sets if not o.split("=")[0].strip().startswith(NEUTRAL)]
+    return [o for o in sets if key_role(o.split("=")[0]) == "setup"]

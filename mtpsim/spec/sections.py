@@ -1,9 +1,13 @@
-"""One frozen dataclass per experiment section. Adding a field is one line with `option(...)`."""
+"""One frozen dataclass per experiment section. Adding a field is one line with `option(...)`.
+
+A section's `ROLE` is the role (mtpsim.spec.fields.ROLES) of each of its fields that declares
+none of its own with `option(..., role=...)`."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from mtpsim.models.families import FAMILIES
 from mtpsim.models.penalty import DEFAULT_PENALTY, PENALTIES
@@ -36,6 +40,8 @@ _MAX_LEN = 10_000_000  # tokens of one prompt or output
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
     """A DSA + MTP model; a preset file fills the fields, the experiment may override any."""
+
+    ROLE: ClassVar[str] = "setup"
 
     preset: str = option("deepseek-v3.2", "preset file under spec/presets/models ('' = none; "
                          "'reference' when engine.scheduler = 'reference')")
@@ -82,6 +88,8 @@ class ModelSpec:
 class HardwareSpec:
     """One GPU; `engine.tp` of them serve the model."""
 
+    ROLE: ClassVar[str] = "setup"
+
     preset: str = option("b200", "preset file under spec/presets/gpus ('' = none)")
     name: str = option("", "GPU name")
     memory_gib: float = option(0.0, "HBM capacity", greater_than(0))
@@ -111,6 +119,8 @@ class HardwareSpec:
 @dataclass(frozen=True, slots=True)
 class EngineSpec:
     """vLLM engine settings the cost and the scheduler depend on."""
+
+    ROLE: ClassVar[str] = "setup"
 
     tp: int = option(1, "tensor-parallel size (of each data-parallel rank)", _pos)
     dp: int = option(1, "attention data-parallel ranks (vLLM --data-parallel-size): each an "
@@ -154,6 +164,8 @@ class EngineSpec:
 class SpeculativeSpec:
     """`--speculative-config`: MTP drafting."""
 
+    ROLE: ClassVar[str] = "setup"
+
     method: str = option("mtp", "drafting method", one_of("mtp"))
     num_speculative_tokens: int = option(3, "draft tokens per step (k; 0 = plain decoding, no MTP: "
                                         "one run, reported as policy no_mtp)", in_range(0, 64))
@@ -164,6 +176,8 @@ class SpeculativeSpec:
 @dataclass(frozen=True, slots=True)
 class WorkloadSpec:
     """The benchmark client (`vllm bench serve`)."""
+
+    ROLE: ClassVar[str] = "setup"
 
     num_prompts: int = option(256, "requests sent", in_range(1, 100_000))
     input_len: int = option(1024, "prompt tokens (mean if distributed)", in_range(1, _MAX_LEN))
@@ -203,6 +217,8 @@ class WorkloadSpec:
 @dataclass(frozen=True, slots=True)
 class AcceptanceSpec:
     """Per-position acceptance with sharing off, and how reuse policies change it."""
+
+    ROLE: ClassVar[str] = "model"
 
     per_position: tuple[float, ...] = option((0.8745, 0.6010, 0.3534),
                                              "acceptance per draft position (at least k)",
@@ -250,6 +266,8 @@ class AcceptanceSpec:
 class CalibrationSpec:
     """Efficiency factors of the cost model, and the measured row they were fitted on."""
 
+    ROLE: ClassVar[str] = "model"
+
     mem_efficiency: float = option(0.7, "achieved share of HBM bandwidth", unit_interval_open_low)
     compute_efficiency: float = option(0.5, "achieved share of tensor FLOP/s",
                                        unit_interval_open_low)
@@ -273,7 +291,7 @@ class CalibrationSpec:
     fit_policy: str = option("fresh", "policy of the measured row to fit")
     fit_metrics: tuple[str, ...] = option(("output_throughput", "median_tpot_ms"),
                                           "measured metrics the fit matches")
-    measured_source: str = option("", "where the measured rows come from")
+    measured_source: str = option("", "where the measured rows come from", role="bookkeeping")
     measured: dict[str, dict[str, float | tuple[float, ...]]] = option(
         {}, "policy -> vLLM bench key -> measured value")
     file: str = option("", "calibration fitted from real traces (mtpsim simulate --trace ... "
@@ -288,6 +306,8 @@ class CalibrationSpec:
 class ReferenceSpec:
     """The reference PyTorch engine (`mtpsim run-real`)."""
 
+    ROLE: ClassVar[str] = "runner"
+
     weights: str = option("builtin", "a shipped size: 'builtin' (= 'base', 4.5 M parameters), "
                           "'small' or 'large' when their weights are present; or a path to weights")
     device: str = option("auto", "where it runs", one_of("auto", "cpu", "cuda"))
@@ -301,6 +321,8 @@ class ReferenceSpec:
 @dataclass(frozen=True, slots=True)
 class VllmSpec:
     """`vllm serve` as the real-mode runner launches it."""
+
+    ROLE: ClassVar[str] = "runner"
 
     extra_args: tuple[str, ...] = option((), "extra command-line arguments")
     env: dict[str, str] = option({}, "extra environment variables")
@@ -327,6 +349,8 @@ def _check_priors(value: dict[str, str]) -> str | None:
 class UncertaintySpec:
     """Priors of the unmeasured parameters and the noise model (`--uncertainty N`)."""
 
+    ROLE: ClassVar[str] = "prior"
+
     priors: dict[str, str] = option({}, "parameter -> prior, e.g. critical_entries = "
                                     "\"loguniform(4, 32)\" (defaults: docs/uncertainty.md)",
                                     _check_priors)
@@ -334,7 +358,8 @@ class UncertaintySpec:
                              in_range(0.5, 0.99))
     summary: str = option("", "a saved --uncertainty summary of this spec (relative to the "
                           "file; scripts/headline_figures.py --regenerate-uncertainty): a plain "
-                          "simulate quotes its verdict first while the spec is unchanged")
+                          "simulate quotes its verdict first while the spec is unchanged",
+                          role="bookkeeping")
     rope_timing_pct: float = option(0.5, "region of practical equivalence of a timing delta, "
                                     "± % (inside it: no practical difference)", _PCT_SD)
     rope_acceptance_length: float = option(0.01, "region of practical equivalence of an "

@@ -231,7 +231,7 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int = 1,
                          "--save-calibration F --bootstrap 32)")
     _run_stage(run, plan(exp, n, replicates=reps), cal, jobs, progress, n)
     rows = _rows(exp)
-    changed = setup_changes(overrides)
+    changed = setup_overrides(list(overrides))
     if rows and cal is None:
         if changed:
             run.notes.append("measured rows not used: --set changed the measured setup ("
@@ -247,11 +247,6 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int = 1,
                                  "raise --uncertainty for steadier figures")
     run.wall_s = time.perf_counter() - t0
     return run
-
-
-def setup_changes(overrides: Sequence[str]) -> list[str]:
-    """The overrides that change the measured setup (not the models, priors, seed, policies)."""
-    return [o for o in setup_overrides(list(overrides)) if not o.startswith("uncertainty.")]
 
 
 def _rows(exp: Experiment) -> dict[str, dict[str, Any]]:
