@@ -107,3 +107,14 @@ def test_docs_spec_names_each_sections_role():
     exceptions = [f"{s}.{f.name}" for s, cls in SECTIONS.items() for f in fields(cls)
                   if f.metadata.get("role") not in (None, cls.ROLE)]
     assert exceptions and all(f"`{k}`" in doc for k in exceptions), exceptions
+
+
+def test_simulate_hides_measured_rows_after_a_setup_override_only(tmp_path: Path):
+    p = tmp_path / "exp.toml"
+    p.write_text(SMALL)
+    res = CliRunner().invoke(app, ["simulate", str(p), "--set", "uncertainty.interval=0.8"])
+    assert res.exit_code == 0 and "measured rows not shown" not in res.output, res.output
+    res = CliRunner().invoke(app, ["simulate", str(p), "--set", "workload.output_len=50"])
+    assert res.exit_code == 0, res.output
+    assert "measured rows not shown: --set changed the measured setup (workload.output_len=50)" \
+        in " ".join(res.output.split()), res.output
