@@ -68,7 +68,7 @@ def serve_reference(
                         "expected a positive size")
     exp = (load_experiment(experiment, set_ or []) if experiment is not None
            else experiment_from_dict({}, overrides=set_ or []))
-    from mtpsim.commands.run_real import refuse_plain_decoding
+    from mtpsim.runs.real import refuse_plain_decoding
 
     refuse_plain_decoding(exp, "serve-reference")
     w = weights if weights is not None else exp.reference.weights

@@ -59,11 +59,11 @@ def prepare(experiment: Path, sets: list[str], *, engine: str | None, server: bo
         require("--plot", "plots")
     axes, points = sw.build_points(str(experiment), sets, check_memory=real is None or real.caps.gpus)
     if engine is not None:  # each real point waits for its arrivals on the wall clock
-        from mtpsim.commands.run_real import _check_wall_clock
+        from mtpsim.runs.real import check_wall_clock
         from mtpsim.spec import load_experiment
 
         for point in points:
-            _check_wall_clock(load_experiment(str(experiment), list(point.overrides)))
+            check_wall_clock(load_experiment(str(experiment), list(point.overrides)))
     if engine is not None and out is None:
         out = Path("runs") / f"{experiment.stem}-{engine}-sweep"
     for folder, flag in ((out, "--out"), (plot, "--plot")):
