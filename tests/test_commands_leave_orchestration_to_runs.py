@@ -1,5 +1,5 @@
-"""The thin-command layering (docs/architecture.md, Runs): the simulate, advise, sweep and run-real
-commands parse, call a run in mtpsim/runs/ and hand its result to mtpsim/report/. A command that
+"""The thin-command layering (docs/architecture.md, Runs): the simulate, advise, sweep, run-real and
+compare commands parse, call a run in mtpsim/runs/ and hand its result to mtpsim/report/. A command that
 starts choosing executors, catching Ctrl-C, timing or writing result files again, or a run that
 imports a command, fails here."""
 
@@ -11,11 +11,14 @@ from pathlib import Path
 import mtpsim
 
 PKG = Path(mtpsim.__file__).parent
-THIN = ("simulate", "advise", "sweep", "run_real")
+THIN = ("simulate", "advise", "sweep", "run_real", "compare")
 # What orchestration needs and a command that only parses and hands over does not.
 ORCHESTRATION_MODULES = {"signal", "time", "contextlib", "ray", "rich.progress", "mtpsim.cluster.connect",
-                         "mtpsim.cluster.run", "mtpsim.real.run"}
-ORCHESTRATION_CALLS = {"atomic_write_json", "perf_counter", "run_points", "run_local", "run_policies"}
+                         "mtpsim.cluster.run", "mtpsim.real.run", "mtpsim.compare", "mtpsim.result"}
+ORCHESTRATION_CALLS = {"atomic_write_json", "perf_counter", "run_points", "run_local", "run_policies",
+                       # compare's: loading, pairing, bootstrap, workload check, sweep pooling
+                       "load_result", "fidelity", "ab_compare", "workload_mismatch", "load_sweep",
+                       "pooled", "repeat_spread"}
 
 
 def _imports(tree: ast.AST) -> set[str]:
@@ -72,3 +75,15 @@ def test_the_checks_see_what_they_look_for():
     assert "time" in _imports(tree) & ORCHESTRATION_MODULES
     assert {"perf_counter", "atomic_write_json"} <= _calls(tree)
     assert _handles_ctrl_c(tree)
+
+
+def test_compare_command_holds_no_loop_and_no_table():
+    """compare's pairing and A/B loops live in runs/compare.py, its tables in report/compare.py:
+    the command keeps no loop but the one over the plot paths it prints, and builds no JSON."""
+    tree = ast.parse((PKG / "commands" / "compare.py").read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "compare")
+    loops = [n for n in ast.walk(fn) if isinstance(n, (ast.For, ast.comprehension))]
+    assert len(loops) <= 1, f"commands/compare.py loops {len(loops)} times"
+    assert not [n for n in ast.walk(fn) if isinstance(n, ast.Dict)], "commands/compare.py builds a dict"
+    assert not {"print_table", "ab_table", "fidelity_table"} & _calls(tree)
+    assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)] == ["compare"]

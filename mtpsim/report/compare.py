@@ -12,7 +12,10 @@ from mtpsim.report.fit import footnote_dashes
 from mtpsim.report.numbers import number, signed, sized
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from mtpsim.compare import ABReport, ABRow, FidelityRow
+    from mtpsim.runs.compare import CompareRun, SweepPointAB
 
 
 def fidelity_table(policy: str, rows: Sequence[FidelityRow], mape: float) -> Table:
@@ -76,3 +79,39 @@ def _rope_words(rep: ABReport) -> str:
     r = rep.rope
     return (f"±{r.timing_pct:g} % timings, ±{r.acceptance_length:g} acceptance length, "
             f"±{r.acceptance_points:g} points acceptance rates")
+
+
+def print_compare(console: Console, run: CompareRun) -> None:
+    """Sim vs real per policy (with any workload mismatch), then each A/B with its placebo line."""
+    from mtpsim.report.fit import print_table
+
+    for fid in run.fidelity:
+        if fid.unlike:
+            console.print(f"[bold]not like with like[/bold] ({fid.policy}): {fid.unlike}", soft_wrap=True)
+        print_table(console, fidelity_table(fid.policy, fid.rows, fid.mape))
+    for mode, rep in run.ab:
+        if rep.same_program_k is not None:
+            console.print(f"{mode}: {rep.policy_b} and {rep.policy_a} are the same program at k = "
+                          f"{rep.same_program_k} (no draft step reuses a row): not compared",
+                          highlight=False)
+            continue
+        print_table(console, ab_table(rep, mode))
+        if rep.noise_floor is not None:
+            console.print(
+                "  Placebo: draft step 0 is computed identically under both policies, so its "
+                f"acceptance change (±{rep.noise_floor['pos0']:.2f} points) is run-to-run noise; "
+                "acceptance deltas inside the scaled floor are not told apart from it.")
+
+
+def print_sweep(console: Console, found: Sequence[SweepPointAB]) -> None:
+    """Per sweep point and policy: the pooled A/B table and the delta's spread between repeats."""
+    from mtpsim.report.fit import print_table
+
+    for f in found:
+        a, b = f.repeats
+        print_table(console, ab_table(f.rep, f"{f.label} ({a}/{b} repeats pooled)"))
+        for s in f.spread:
+            unit = "%" if s.relative else ""
+            each = ", ".join(f"{d:+.2f}{unit}" for d in s.deltas)
+            console.print(f"  between repeats, {s.metric} delta: [{each}] mean "
+                          f"{sized(s.mean)}{unit}, sd {sized(s.sd)}{unit}", highlight=False)

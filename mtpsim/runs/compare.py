@@ -1,0 +1,196 @@
+"""The run behind `mtpsim compare`: the results loaded and sorted into modes, each policy found in
+both modes paired sim against real, each policy A/B'd against the baseline within a mode
+(mtpsim.compare is the engine), and the JSON the command prints. A real sweep's `--out` folder is
+compared point by point (`compare_sweep`). mtpsim.report.compare prints what these return."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mtpsim.errors import UserError
+
+if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
+    from mtpsim.compare import ABReport, FidelityRow
+    from mtpsim.result import Result
+    from mtpsim.verdict import Rope
+
+MAX_BOOT = 100_000  # bootstrap replicates: CIs stop moving long before; more only costs memory
+
+
+@dataclass(slots=True)
+class Fidelity:
+    """One policy simulated against real."""
+
+    policy: str
+    rows: list[FidelityRow]
+    mape: float
+    unlike: str | None  # why the two did not serve the same workload
+
+
+@dataclass(slots=True)
+class CompareRun:
+    """What `compare` found, in the order it is reported, and its JSON form."""
+
+    by_mode: dict[str, dict[str, Result]]
+    fidelity: list[Fidelity] = field(default_factory=list)
+    ab: list[tuple[str, ABReport]] = field(default_factory=list)  # (mode, report)
+    out: dict[str, Any] = field(default_factory=lambda: {"fidelity": {}, "ab": {}})
+
+    def pairs(self) -> dict[str, tuple[Result, Result]]:
+        """Policy -> (real, sim), for every policy held in both modes."""
+        sim, real = self.by_mode.get("sim", {}), self.by_mode.get("real", {})
+        return {p: (real[p], sim[p]) for p in real if p in sim}
+
+
+@dataclass(slots=True)
+class SweepPointAB:
+    """One policy against the baseline at one sweep point, all repeats pooled."""
+
+    label: str
+    repeats: tuple[int, int]
+    rep: ABReport
+    spread: list[Any]  # mtpsim.compare_sweep.RepeatSpread
+
+
+def check_flags(baseline: str, num_boot: int, seed: int) -> None:
+    """The flags' meaning, before any file is read."""
+    from mtpsim.policies import NO_MTP, POLICIES
+
+    if baseline not in (*POLICIES, NO_MTP):
+        raise UserError(None, "--baseline", f"expected a policy ({', '.join([*POLICIES, NO_MTP])}), "
+                        f"got {baseline!r}")
+    if not 100 <= num_boot <= MAX_BOOT:
+        raise UserError(None, "--num-boot", f"expected 100..{MAX_BOOT:,} replicates, got {num_boot:,}")
+    if not 0 <= seed < 2**63:
+        raise UserError(None, "--seed", f"expected an integer in 0..2**63-1, got {seed}")
+
+
+def load_inputs(inputs: list[str]) -> list[Result]:
+    """`[POLICY=]PATH` where PATH is a result file or a folder of `*.json` results."""
+    from mtpsim.result import load_result
+
+    out: list[Result] = []
+    for item in inputs:
+        label, sep, raw = item.partition("=")
+        if not sep:
+            label, raw = "", item
+        path = Path(raw)
+        files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+        if path.is_dir() and not files:
+            raise UserError(path, None, "expected a folder holding result files (*.json)")
+        for f in files:
+            res = load_result(f)
+            if label:
+                res.policy = label
+            elif res.policy is None:
+                res.policy = f.stem
+            out.append(res)
+    return out
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def compare(inputs: list[str], baseline: str, num_boot: int, seed: int, rope: Rope,
+            normalise: bool) -> CompareRun:
+    """Load, pair sim against real, A/B every policy against `baseline` within each mode."""
+    from mtpsim.compare import fidelity, mean_abs_pct_error, workload_mismatch
+
+    by_mode: dict[str, dict[str, Result]] = {}
+    for res in load_inputs(inputs):
+        mode = "sim" if res.mode == "simulate" else "real"
+        by_mode.setdefault(mode, {})[res.policy or "?"] = res
+    run = CompareRun(by_mode)
+    for policy, (real, sim) in run.pairs().items():
+        rows = fidelity(real, sim)
+        fid = Fidelity(policy, rows, mean_abs_pct_error(rows), workload_mismatch(real, sim))
+        run.fidelity.append(fid)
+        run.out["fidelity"][policy] = {"mape_pct": fid.mape, "workload_mismatch": fid.unlike, "rows": [
+            {"metric": r.key, "real": r.real, "sim": r.sim, "error_pct": r.error_pct} for r in rows]}
+    held = sorted({p for pols in by_mode.values() for p in pols})
+    if any(len(p) > 1 for p in by_mode.values()) and not any(baseline in p for p in by_mode.values()):
+        # else the A/B table would silently vanish
+        raise UserError(None, "--baseline", f"expected a policy the inputs hold ({', '.join(held)}), "
+                        f"got {baseline!r}")
+    for mode, pols in by_mode.items():
+        if baseline in pols:
+            for policy, res in pols.items():
+                if policy != baseline:
+                    _ab(run, mode, (baseline, policy), (pols[baseline], res), num_boot, seed, rope,
+                        normalise)
+    return run
+
+
+def check_something_compared(run: CompareRun, baseline: str) -> None:
+    if not run.out["fidelity"] and not run.out["ab"]:
+        by_mode = run.by_mode
+        raise UserError(None, "inputs", f"nothing to compare: expected the same policy in a sim and a "
+                        f"real result, or the baseline policy {baseline!r} and another in one mode "
+                        f"(found {sorted((m, p) for m in by_mode for p in by_mode[m])})")
+
+
+def _ab(run: CompareRun, mode: str, names: tuple[str, str], ab: tuple[Result, Result], num_boot: int,
+        seed: int, rope: Rope, normalise: bool) -> None:
+    """One policy against the baseline in one mode, into `run`."""
+    from mtpsim.compare import ab_compare
+
+    rep = ab_compare(*ab, num_boot=num_boot, seed=seed, rope=rope, normalise=normalise)
+    run.ab.append((mode, rep))
+    baseline, policy = names
+    if rep.same_program_k is not None:
+        run.out["ab"][f"{mode}:{policy}"] = {"baseline": baseline, "policy": policy,
+                                             "same_program_at_k": rep.same_program_k}
+        return
+    run.out["ab"][f"{mode}:{policy}"] = {
+        "baseline": baseline, "policy": policy, "noise_floor": rep.noise_floor,
+        "num_requests": rep.num_requests, "normalised": normalise,
+        "rope": {"timing_pct": rope.timing_pct, "acceptance_length": rope.acceptance_length,
+                 "acceptance_points": rope.acceptance_points},
+        "rows": [{"metric": r.key, "a": r.a, "b": r.b, "delta": r.delta, "rel_pct": r.rel_pct,
+                  "ci": [r.ci_low, r.ci_high] if r.has_ci else None,
+                  "ci_unit": "pct" if r.ci_pct else "metric", "rounds": r.rounds,
+                  "paired_mean_pct": _finite(r.paired_mean_pct),
+                  "verdict": r.verdict or None, "p_above_region": _finite(r.p_above),
+                  "p_below_region": _finite(r.p_below),
+                  "significant": r.significant, "within_noise": rep.within_noise(r)}
+                 for r in rep.rows]}
+
+
+def compare_sweep(path: Path, baseline: str, num_boot: int,
+                  seed: int) -> tuple[list[SweepPointAB], dict[str, Any]]:
+    """A real sweep's --out: per point, the A/B on the requests of all repeats pooled, and the
+    A/B delta's spread between repeats; and their JSON form."""
+    from mtpsim.compare import ab_compare
+    from mtpsim.compare_sweep import load_sweep, pooled, repeat_spread
+
+    found: list[SweepPointAB] = []
+    out: dict[str, Any] = {}
+    for pt in load_sweep(path):
+        label = ", ".join(f"{k}={v}" for k, v in pt.values.items()) or pt.point_id
+        if baseline not in pt.runs:
+            continue
+        a_runs = pt.runs[baseline]
+        for policy, b_runs in pt.runs.items():
+            if policy == baseline:
+                continue
+            rep = ab_compare(pooled(list(a_runs.values())), pooled(list(b_runs.values())),
+                             num_boot=num_boot, seed=seed)
+            spread = repeat_spread(a_runs, b_runs)
+            found.append(SweepPointAB(label, (len(a_runs), len(b_runs)), rep, spread))
+            out[f"{pt.point_id}:{policy}"] = {
+                "values": pt.values, "baseline": baseline, "policy": policy,
+                "repeats": [len(a_runs), len(b_runs)], "num_requests": rep.num_requests,
+                "rows": [{"metric": r.key, "a": r.a, "b": r.b, "delta": r.delta,
+                          "ci": [r.ci_low, r.ci_high] if r.has_ci else None,
+                          "significant": r.significant} for r in rep.rows],
+                "between_repeats": [{"metric": s.metric, "relative": s.relative,
+                                     "deltas": s.deltas, "mean": s.mean, "sd": s.sd}
+                                    for s in spread]}
+    if not out:
+        raise UserError(path, None, f"expected a real sweep with the baseline policy {baseline!r} "
+                        "and another in some point")
+    return found, {"sweep": out}
