@@ -13,26 +13,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
-import subprocess
 import sys
-import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scheduler_vs_baseline import timed  # noqa: E402  (one child-timing helper)
 
 PR = "experiments/pr47352.toml"
 COMMANDS = {"simulate": ["simulate", PR, "--json"],
             "uncertainty 64": ["simulate", PR, "--uncertainty", "64", "-j", "1", "--json"]}
-
-
-def timed(args: list[str], root: str) -> tuple[float, float]:
-    env = {**os.environ, "PYTHONPATH": root, "OMP_NUM_THREADS": "1"}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(["nice", "-n", "19", sys.executable, "-m", "mtpsim", *args], cwd=root, env=env,
-                   stdout=subprocess.DEVNULL, check=True)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -45,7 +35,7 @@ def main() -> None:
     for _ in range(a.repeat):
         for name, args in COMMANDS.items():
             for root in a.roots:
-                wall, cpu = timed(args, root)
+                wall, cpu = timed(args, root, nice=19)
                 loads.append(os.getloadavg()[0])
                 runs.setdefault((name, root), []).append((wall, cpu))
                 print(f"{name:15} {root:40} wall {wall:7.2f} cpu {cpu:6.2f} load {loads[-1]:.1f}",

@@ -71,12 +71,14 @@ def check_json(base: Path) -> bool:
     return same
 
 
-def timed(args: list[str], root: Path) -> tuple[float, float]:
-    """(wall s, CPU s of the child and its children) of one run from checkout `root`."""
+def timed(args: list[str], root: Path | str, nice: int = 0) -> tuple[float, float]:
+    """(wall s, CPU s of the child and its children) of one run from checkout `root`, at niceness
+    `nice` (0: as this process runs)."""
     env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    prefix = ["nice", "-n", str(nice)] if nice else []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mtpsim", *args], cwd=root, env=env,
+    subprocess.run([*prefix, sys.executable, "-m", "mtpsim", *args], cwd=root, env=env,
                    stdout=subprocess.DEVNULL, check=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
