@@ -95,7 +95,7 @@ def calibrate(out: Path, deadline: float) -> bool:
     return True
 
 
-def predict(out: Path, name: str) -> dict:
+def predict(out: Path, name: str, exp: Path = EXP) -> dict:
     """The prediction of `name`, written once, before its real run (the spec's rounds simulated)."""
     path = out / "predictions" / f"{name}.json"
     if path.is_file():
@@ -109,7 +109,7 @@ def predict(out: Path, name: str) -> dict:
     from mtpsim.uncertainty.summary import delta_values
 
     cal = str(out.resolve() / "calibration-bootstrap.json")
-    spec = str(EXP / f"{name}.toml")
+    spec = str(exp / f"{name}.toml")
     run = propagate(spec, [f"calibration.file={json.dumps(cal)}", "uncertainty.paired=false"], DRAWS,
                     default_workers())
     vals = run.values
@@ -137,8 +137,8 @@ def real_run(out: Path, name: str, deadline: float) -> bool:
                            *_cal_set(out)], deadline)
 
 
-def scored_values(out: Path) -> list:
-    """v10's scoring (campaign_v10.score), over v11's configurations."""
+def scored_values(out: Path, configs: tuple[str, ...] = CONFIGS) -> list:
+    """v10's scoring (campaign_v10.score), over v11's configurations (or `configs`)."""
     from mtpsim.calibration.schema import read_calibration
     from mtpsim.paired import paired_delta
     from mtpsim.result import load_result
@@ -147,7 +147,7 @@ def scored_values(out: Path) -> list:
     cal = read_calibration(out / "calibration-bootstrap.json")
     p_cal = cal.machine.get("probe_cpu_s")
     values = []
-    for name in CONFIGS:
+    for name in configs:
         pred_path, real = out / "predictions" / f"{name}.json", out / name / "real"
         if not pred_path.is_file() or not all((real / f"{p}.json").is_file() for p in POLICIES):
             continue
@@ -256,14 +256,14 @@ def penalty_verdict(res: dict) -> dict:
                     "request-bootstrap 95 % CI wholly above 0; the highest such mean; else zero penalty"}
 
 
-def penalty(out: Path) -> dict | None:
+def penalty(out: Path, configs: tuple[str, ...] = CONFIGS) -> dict | None:
     from penalty_log_score import compare
 
     from mtpsim.calibration.schema import read_calibration
     from mtpsim.fileio import atomic_write_json
     from mtpsim.trace import read_trace
 
-    paths = [out / n / "real" / "share.trace.jsonl" for n in CONFIGS if n.startswith("in-")]
+    paths = [out / n / "real" / "share.trace.jsonl" for n in configs if n.startswith("in-")]
     paths = [p for p in paths if p.is_file()]
     if not paths:
         return None
