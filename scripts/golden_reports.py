@@ -24,7 +24,7 @@ COMMANDS: dict[str, list[str]] = {
     "simulate-trace-fit": ["simulate", "experiments/reference-cpu.toml",
                            "--trace", "{traces}/fresh.trace.jsonl", "--trace", "{traces}/share.trace.jsonl"],
     "compare-rounds": ["compare", "docs/data/heldout-v10/out-k4-ctx2600-conc2/real"],
-    "compare-sim-vs-real": ["compare", "docs/data/pr47352-sim", "docs/data/reference-cpu"],
+    "compare-sim-vs-real": ["compare", "docs/data/pr47352-sim", "docs/data/reference-cpu-oneshot"],
     "calibrate": ["calibrate", "experiments/pr47352.toml"],
     "sweep": ["sweep", "experiments/pr47352.toml", "--set", "workload.max_concurrency=4,8", "-j", "1"],
     "sweep-uncertainty": ["sweep", "experiments/pr47352.toml", "--set", "workload.max_concurrency=4,8",

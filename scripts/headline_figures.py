@@ -240,14 +240,16 @@ def trust_figures() -> list[tuple[str, list[Figure]]]:
     def pct(x: float) -> str:
         return f"{x:+.2f}".replace("-", "−")
 
-    b2b = []
-    for run in ("a", "b"):
-        folder = DATA / "reference-cpu-backtoback" / run
+    def paired(folder: Path, policy: str, claim: str) -> Figure:
         res = _results(folder)
-        pd = paired_delta(res["fresh"], res["share"], "output_throughput")
-        b2b.append(Figure(f"back-to-back run {run}: share vs fresh throughput, paired (95 %)",
-                          f"{pct(pd.mean)} % [{pct(pd.lo)}, {pct(pd.hi)}]",
-                          f"{_rel(folder)}/*.json (mtpsim compare {_rel(folder)})"))
+        pd = paired_delta(res["fresh"], res[policy], "output_throughput")
+        return Figure(claim, f"{pct(pd.mean)} % [{pct(pd.lo)}, {pct(pd.hi)}]",
+                      f"{_rel(folder)}/*.json (mtpsim compare {_rel(folder)})")
+
+    b2b = [paired(DATA / "reference-cpu-backtoback" / run, "share",
+                  f"back-to-back run {run}: share vs fresh throughput, paired (95 %)") for run in ("a", "b")]
+    full = [paired(REFERENCE, policy, f"full reference run: {policy} vs fresh throughput, paired (95 %)")
+            for policy in ("share", "share_recent", "target_share")]
     drift = json.loads((DATA / "probe-drift" / "drift.json").read_text())["summary"]
     src = f"{_rel(DATA / 'probe-drift')}/drift.json (python benchmarks/probe_drift.py --iterations 20)"
     probe = [Figure("engine wall time, raw / over the probe (relative SD)",
@@ -267,7 +269,8 @@ def trust_figures() -> list[tuple[str, list[Figure]]]:
     seeds += [Figure(f"adaptive, --uncertainty 64: SD over 10 seeds of the {what} interval's ends",
                      f"{ada[f'{m}_lo_sd_over_seeds']:.2f} / {ada[f'{m}_hi_sd_over_seeds']:.2f}", src)
               for m, what in (("output_throughput", "throughput"), ("median_tpot_ms", "TPOT"))]
-    return [("Back-to-back paired runs", b2b), ("Machine-speed probe", probe),
+    return [("Back-to-back paired runs", b2b), ("The shipped reference run, paired", full),
+            ("Machine-speed probe", probe),
             ("Monte Carlo spread over seeds", seeds)]
 
 
