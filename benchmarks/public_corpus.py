@@ -36,6 +36,12 @@ SHAREGPT_SIGMA = 1.0  # assumed lognormal spread of ShareGPT lengths (not fitted
 # both first in v0.14.0, January 2026): their engine core schedules and processes outputs
 # between GPU steps, not during them
 SERIAL_HOST_VERSIONS = ("0.13.0", "nightly (Dec 2025)")
+# vLLM versions before the Triton top-k/top-p kernels (PR #33538, February 2026): `apply_top_k_top_p`
+# sorts every sampled row's whole vocabulary (FlashInfer's sampler was opt-in)
+SORT_SAMPLER_VERSIONS = (*SERIAL_HOST_VERSIONS, "0.14.1")
+# DeepSeek-V3.2's model card recommends temperature 1.0 and top_p 0.95 for local deployment; vLLM
+# serves the checkpoint's generation config as the default, assumed to carry them
+DEEPSEEK_TOP_P = 0.95
 
 
 def load() -> tuple[list[dict], dict[str, str]]:
@@ -83,6 +89,8 @@ def experiment_text(row: dict) -> str:
         f"max_num_batched_tokens = {mbt}", f'cudagraph_mode = "{cudagraph}"',
         *(["async_scheduling = false  # before vLLM 0.14.0's default"]
           if row["engine"] == "vllm" and row["engine_version"] in SERIAL_HOST_VERSIONS else []),
+        *(['sampler = "sort"  # top-k/top-p by a full-vocabulary sort, before vLLM\'s Triton kernels']
+          if row["engine"] == "vllm" and row["engine_version"] in SORT_SAMPLER_VERSIONS else []),
         "", "[speculative]", f"num_speculative_tokens = {row['k']}",
         "", "[workload]", f"num_prompts = {row['num_prompts']}",
         f"input_len = {round(row['input_len'])}", f"output_len = {round(row['output_len'])}",
@@ -100,6 +108,8 @@ def experiment_text(row: dict) -> str:
     # vllm bench serve sends no temperature unless told: the server's default, from the model's
     # generation config, samples (assumed > 0); the PR set 1.0
     lines.append("temperature = 1.0")
+    if "pr47352" not in row["id"]:  # the PR's rows keep experiments/pr47352.toml's sampling
+        lines.append(f"top_p = {DEEPSEEK_TOP_P}  # the model card's recommendation, assumed served")
     if row["k"] and "pr47352" not in row["id"]:  # the PR's rates were measured on its own rows
         lines += ["", "[acceptance]",
                   f'dataset_class = "{"chat" if sharegpt else "random"}"  # rates: the PR\'s, '

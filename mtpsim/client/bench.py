@@ -36,6 +36,7 @@ class BenchConfig:
     burstiness: float = 1.0  # gamma shape of the gaps; 1 = Poisson
     num_warmups: int = 0
     temperature: float = 1.0
+    top_p: float = 1.0  # 1: not sent (the server's default)
     ignore_eos: bool = True
     seed: int = 0
     timeout_s: float = 6 * 3600.0
@@ -104,7 +105,7 @@ async def run_benchmark(cfg: BenchConfig, requests: list[BenchRequest],
     finish (else a rich progress bar shows when `cfg.progress`)."""
     import aiohttp
 
-    sampling = Sampling(cfg.model, cfg.temperature, cfg.ignore_eos)
+    sampling = Sampling(cfg.model, cfg.temperature, cfg.ignore_eos, cfg.top_p)
     limit = cfg.max_concurrency or len(requests) or 1
     connector = aiohttp.TCPConnector(limit=limit, force_close=False)
     # A stream that sends nothing for `stall_timeout_s` is a failed request, not a hang.

@@ -39,6 +39,7 @@ class Sampling:
     model: str
     temperature: float = 1.0
     ignore_eos: bool = True
+    top_p: float = 1.0  # 1: not sent
 
 
 def build_payload(backend: str, req: BenchRequest, sampling: Sampling) -> dict[str, Any]:
@@ -49,6 +50,8 @@ def build_payload(backend: str, req: BenchRequest, sampling: Sampling) -> dict[s
         payload["max_completion_tokens"] = req.output_len
     else:
         payload["max_tokens"] = req.output_len
+    if sampling.top_p < 1.0:
+        payload["top_p"] = sampling.top_p
     if sampling.ignore_eos:
         payload["ignore_eos"] = True  # a vLLM extension; generate exactly max_tokens
     return payload

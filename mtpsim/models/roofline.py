@@ -71,6 +71,21 @@ FP8_DECODE_HEADS = (64, 128)
 # tokens, 64 above; `moe_align_block_size` pads every expert's token count to it). The padded
 # rows are multiplied: with a few rows per expert the experts' FLOPs are those of whole tiles.
 MOE_BLOCK_M_SMALL, MOE_BLOCK_M, MOE_SMALL_BATCH = 16, 64, 64
+# Top-p / top-k masking of one sampled row, seconds per logit on an H100 (HBM 3.35 TB/s), from the
+# table of vLLM PR #33538 (1,024 rows x 131,072 logits, every row top-p; H100 as in its
+# predecessor PR #25824): PyTorch's sort 16.312 ms, FlashInfer 3.172 ms, the Triton kernel 13.691
+# ms, whose top-p path PR #42191 then made 25-40 % faster (x 0.7 assumed). Other GPUs: scaled by
+# HBM bandwidth. `engine.sampler` "sort" (vLLM <= 0.14, `apply_top_k_top_p` sorts every row) pays
+# the sort on every sampled row; "kernels" (0.33.0) FlashInfer on the sampler's rows and Triton
+# on the rejection sampler's draft rows (`apply_sampling_constraints`, v1/sample/rejection_sampler.py).
+H100_HBM_TBPS = 3.35
+_ROWS_LOGITS = 1024 * 131072
+TOPP_S_PER_LOGIT = {"sort": 16.312e-3 / _ROWS_LOGITS, "flashinfer": 3.172e-3 / _ROWS_LOGITS,
+                    "triton": 13.691e-3 * 0.7 / _ROWS_LOGITS}
+# vLLM 0.33.0's default capture ceiling in tokens (`VllmConfig._set_cudagraph_sizes`, config/vllm.py):
+# min(max_num_seqs x (1 + k) x 2, 512; 1024 on Blackwell), capped at max_num_batched_tokens; uniform
+# decode batches are captured up to it. A step over it runs without CUDA graphs.
+GRAPH_MAX_TOKENS, GRAPH_MAX_TOKENS_BLACKWELL = 512, 1024
 
 
 @functools.lru_cache(maxsize=16)
@@ -127,6 +142,8 @@ class CostModel:
     _compute: dict = field(init=False, repr=False, compare=False)
     _stack: Stack = field(init=False, repr=False, compare=False)
     _mla: float = field(init=False, repr=False, compare=False)  # MLA cache bytes/token/layer
+    _graph_max: int = field(init=False, repr=False, compare=False)  # CUDA-graph ceiling, tokens
+    _topp: tuple | None = field(init=False, repr=False, compare=False)  # s/row: sampler, drafts
 
     def __post_init__(self) -> None:
         hw, c = self.exp.hardware, self.exp.calibration
@@ -148,6 +165,8 @@ class CostModel:
         object.__setattr__(self, "_shapes", gemm_shapes(m, self.exp.engine.tp, lin))
         object.__setattr__(self, "_stack", _family_stack(m))
         object.__setattr__(self, "_mla", mla_bytes_per_token(self.exp))
+        object.__setattr__(self, "_graph_max", cudagraph_max_tokens(self.exp))
+        object.__setattr__(self, "_topp", topp_seconds_per_row(self.exp))
 
     # ---- derived constants -------------------------------------------------------------------
     def _params(self) -> dict[str, float]:
@@ -578,13 +597,21 @@ class CostModel:
                 rest: Num) -> dict[str, np.ndarray]:
         """The step's phases, with sampling (rejection sampling, or plain at k = 0) and the
         per-step overhead added."""
-        v_tok = s.num_decode * (self.exp.k + 1)
+        k = self.exp.k
+        v_tok = s.num_decode * (k + 1)
         reject = self._sampling(v_tok) + self._sampling(s.prefill_done)
+        if self._topp is not None:  # top-p masking: the sampler's rows, the draft rows' targets
+            main, drafts = self._topp
+            reject = reject + (s.num_decode + s.prefill_done) * main + s.num_decode * k * drafts
         c = self.exp.calibration
         with_prefill, decode_only = EAGER_SHARE[self.exp.engine.cudagraph_mode]
         eager = (np.where(s.prefill_tokens > 0, with_prefill, decode_only)
                  if isinstance(s.prefill_tokens, np.ndarray)
                  else with_prefill if s.prefill_tokens else decode_only)
+        if self._graph_max:  # past the capture ceiling the step runs without graphs
+            over = v_tok + s.prefill_tokens > self._graph_max
+            eager = np.where(over, 1.0, eager) if isinstance(over, np.ndarray) else \
+                (1.0 if over else eager)
         overhead = (c.overhead_ms + eager * c.eager_overhead_ms) * 1e-3
         host = self._host(s, (prefill, verify, draft_prefill, indexer, rest, reject))
         if host is not None:
@@ -595,6 +622,31 @@ class CostModel:
         if not sizes:
             return {name: np.float64(v) for name, v in out.items()}
         return {name: np.broadcast_to(np.asarray(v, float), sizes[0]) for name, v in out.items()}
+
+
+def cudagraph_max_tokens(exp: Experiment) -> int:
+    """Tokens of the largest step vLLM 0.33.0 runs in a CUDA graph by default (0: no graphs):
+    min(max_num_seqs x (1 + k) x 2, 512; 1024 on Blackwell, device capability family 100),
+    capped at max_num_batched_tokens (`VllmConfig._set_cudagraph_sizes`). A decode batch of B
+    requests fits when B x (1 + k) does: MTP's verify tokens count against the ceiling."""
+    e = exp.engine
+    if e.cudagraph_mode == "none":
+        return 0
+    name = exp.hardware.name.upper()
+    blackwell = name.startswith(("B2", "B3", "GB2", "GB3"))
+    ceiling = GRAPH_MAX_TOKENS_BLACKWELL if blackwell else GRAPH_MAX_TOKENS
+    return min(e.max_num_seqs * (1 + exp.k) * 2, ceiling, e.max_num_batched_tokens)
+
+
+def topp_seconds_per_row(exp: Experiment) -> tuple[float, float] | None:
+    """Seconds of top-p masking per sampled row (the sampler's rows, the rejection sampler's
+    draft rows), or None when the requests carry no top-p (TOPP_S_PER_LOGIT)."""
+    if exp.workload.top_p >= 1.0:
+        return None
+    scale = exp.model.vocab_size * H100_HBM_TBPS / exp.hardware.hbm_tbps
+    if exp.engine.sampler == "sort":
+        return TOPP_S_PER_LOGIT["sort"] * scale, TOPP_S_PER_LOGIT["sort"] * scale
+    return TOPP_S_PER_LOGIT["flashinfer"] * scale, TOPP_S_PER_LOGIT["triton"] * scale
 
 
 def _host_visible(host: Num, gpu: Num, overlapped: bool) -> Num:

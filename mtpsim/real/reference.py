@@ -7,6 +7,7 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mtpsim.errors import UserError
 from mtpsim.real.backend import Capabilities, PolicyRunner
 
 if TYPE_CHECKING:
@@ -28,7 +29,8 @@ class InProcessReference:
     target = "mtpsim.engine.runner:run_policy"
 
     def refuse(self, exp: Experiment, policies: tuple[str, ...] | list[str]) -> None:
-        """The reference engine runs every policy mtpsim knows."""
+        """The reference engine runs every policy mtpsim knows, but samples without top-p."""
+        refuse_top_p(exp)
 
     def runner(self, out: Path, trace: bool = False, bench_client: str = "mtpsim",
                smoke: bool = False, weights: str | None = None) -> PolicyRunner:
@@ -44,7 +46,8 @@ class ServedReference:
                         own_model="reference engine")
 
     def refuse(self, exp: Experiment, policies: tuple[str, ...] | list[str]) -> None:
-        """The reference server runs every policy mtpsim knows."""
+        """The reference server runs every policy mtpsim knows, but samples without top-p."""
+        refuse_top_p(exp)
 
     def runner(self, out: Path, trace: bool = False, bench_client: str = "mtpsim",
                smoke: bool = False, weights: str | None = None) -> PolicyRunner:
@@ -91,3 +94,11 @@ class ServedReference:
     def collect(self, exp: Experiment, policy: str, plugin_dir: Path, result: Result,
                 trace: Trace, traced: bool) -> Trace:
         return trace  # per-step records need the in-process engine
+
+
+def refuse_top_p(exp: Experiment) -> None:
+    """The reference engine samples the whole temperature-scaled distribution (its server
+    answers 400 to any other top_p): one line before anything starts."""
+    if exp.workload.top_p < 1.0:
+        raise UserError(exp.source, "workload.top_p", "expected 1 with the reference engine, which "
+                        "samples without nucleus truncation (top-p needs --engine vllm)")

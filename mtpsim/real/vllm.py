@@ -30,6 +30,10 @@ class Vllm(ModelServer):
             raise UserError(exp.source, "policies", f"expected only {', '.join(VLLM_POLICIES)} with "
                             f"--engine vllm ({', '.join(bad)} need model code vLLM 0.33.0 lacks; "
                             "run them with --engine reference, or pass -p fresh -p share)")
+        if exp.engine.sampler != "kernels":
+            raise UserError(exp.source, "engine.sampler", "expected 'kernels' with --engine vllm: "
+                            "vLLM 0.33.0 samples with FlashInfer and Triton; 'sort' describes "
+                            "vLLM <= 0.14 for the simulator only")
 
     def runner(self, out: Path, trace: bool = False, bench_client: str = "mtpsim",
                smoke: bool = False, weights: str | None = None) -> PolicyRunner:

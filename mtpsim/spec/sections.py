@@ -26,6 +26,7 @@ KV_CACHE_DTYPES = ("auto", "bfloat16", "fp8")
 TOPOLOGIES = ("switch", "mesh")
 DATASET_CLASSES = ("low_entropy", "code_math", "chat", "random")
 CUDAGRAPH_MODES = ("none", "piecewise", "full", "full_decode_only", "full_and_piecewise")
+SAMPLERS = ("kernels", "sort")
 LENGTH_DISTRIBUTIONS = ("fixed", "uniform", "lognormal")
 # Efficiency factors and per-step costs that `[calibration] fit` may name.
 FITTABLE = ("mem_efficiency", "compute_efficiency", "comm_efficiency", "overhead_ms",
@@ -148,6 +149,10 @@ class EngineSpec:
     async_scheduling: bool = option(True, "vLLM --async-scheduling: the host schedules the next "
                                     "step while the GPU runs this one (default on since vLLM "
                                     "0.14.0; off, host work adds to every step)")
+    sampler: str = option("kernels", "how top-p / top-k rows are masked (simulation: its cost per "
+                          "sampled row): kernels = vLLM 0.33.0 (FlashInfer sampler, Triton "
+                          "top-k/top-p in the rejection sampler); sort = PyTorch's full-vocabulary "
+                          "sort, vLLM before the Triton kernels (<= 0.14)", one_of(*SAMPLERS))
     max_model_len: int = option(0, "vLLM --max-model-len (0 = model.max_position_embeddings); "
                                 "vLLM refuses to start unless the KV cache holds one request "
                                 "this long", in_range(0, _MAX_LEN))
@@ -196,6 +201,9 @@ class WorkloadSpec:
                                greater_than(0))
     ignore_eos: bool = option(True, "generate exactly the output length")
     temperature: float = option(1.0, "sampling temperature", _nonneg)
+    top_p: float = option(1.0, "nucleus sampling threshold of every request (1 = none); below 1 "
+                          "vLLM masks every sampled row, the rejection sampler's draft rows too",
+                          unit_interval_open_low)
     # Real mode only (the benchmark client against a server):
     dataset: str = option("random", "random token ids, or speed-bench (local files)",
                           one_of("random", "speed-bench"))

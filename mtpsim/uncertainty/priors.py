@@ -91,6 +91,12 @@ PARAMS: dict[str, Param] = {
         "assumed, wide: the busiest GPU's routed tokens over the mean under expert parallelism "
         "without EPLB (DeepSeek built EPLB because it is well above 1); drawn only with engine.ep",
         calibrated_by_file=True, only_with=("engine.ep", (True,))),
+    "sort_sampler_cost": Param(
+        "scale:rejection_sample", 0.0, 1e4, "loguniform(0.6, 1.6)",
+        "public: vLLM PR #33538's H100 timings of the sort-based top-p mask (16.3 ms for 1,024 x "
+        "131,072 logits), scaled to the GPU by HBM bandwidth; how a sort scales with bandwidth "
+        "is assumed; drawn only with engine.sampler = sort",
+        calibrated_by_file=True, only_with=("engine.sampler", ("sort",))),
     "acceptance_scale": Param(
         "acceptance.rate_scale", 0.05, 2.0, "fixed",
         "by acceptance.dataset_class and workload.temperature (CLASS_PRIORS; docs/uncertainty.md); "

@@ -130,6 +130,8 @@ def vllm_bench_argv(exp: Experiment, base_url: str, result_dir: Path, filename: 
         argv += ["--max-concurrency", str(w.max_concurrency)]
     if w.ignore_eos:
         argv.append("--ignore-eos")
+    if w.top_p < 1.0:
+        argv += ["--top-p", repr(w.top_p)]
     if reference_tokenizer is not None:
         argv += ["--tokenizer", str(reference_tokenizer)]
     if w.dataset == "speed-bench" and reference_tokenizer is None:

@@ -134,7 +134,8 @@ def mtpsim_load(exp: Experiment, run: ServedRun, policy: str,
         cfg = BenchConfig(base_url=base_url, model=model, backend=api,
                           max_concurrency=w.max_concurrency, request_rate=w.request_rate,
                           burstiness=w.burstiness, num_warmups=w.num_warmups,
-                          temperature=w.temperature, ignore_eos=w.ignore_eos, seed=exp.seed,
+                          temperature=w.temperature, top_p=w.top_p, ignore_eos=w.ignore_eos,
+                          seed=exp.seed,
                           progress=progress is None)
         outcome = asyncio.run(run_benchmark(cfg, requests, on_done=(
             None if progress is None else lambda done: progress(done, len(requests)))))
