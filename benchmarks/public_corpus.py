@@ -32,6 +32,12 @@ GROUPS = {"ttft": "TTFT", "tpot": "TPOT", "throughput": "throughput", "itl": "IT
 # 16,384-token step budget, >= 70 GB ones 8,192; both 1,024 running requests
 BIG_GPU_GIB = 160
 SHAREGPT_SIGMA = 1.0  # assumed lognormal spread of ShareGPT lengths (not fitted to any row)
+# vllm bench serve keeps ShareGPT pairs with prompt <= 1024 and prompt + output <= 2048 tokens
+# (vLLM 0.33.0 benchmarks/datasets/datasets.py is_valid_sequence; the same since v0.6)
+SHAREGPT_MAX_TOTAL = 2048
+# vLLM before PR #32525 (merged 2026-01-17) ran one API server in front of
+# all data-parallel ranks unless --api-server-count said otherwise
+ONE_API_SERVER_VERSIONS = ("0.13.0", "nightly (Dec 2025)")
 # vLLM versions released before async scheduling became the default (vLLM PRs #27614 and #31998,
 # both first in v0.14.0, January 2026): their engine core schedules and processes outputs
 # between GPU steps, not during them
@@ -84,6 +90,8 @@ def experiment_text(row: dict) -> str:
         "", "[hardware]", f'preset = "{row["gpu"]}"',
         "", "[engine]", f"tp = {row['tp']}",
         *([f"dp = {row['dp']}", f"ep = {'true' if row['ep'] else 'false'}"] if row["dp"] > 1 else []),
+        *(["api_server_count = 1  # vLLM's default before PR #32525"]
+          if row["dp"] > 1 and row["engine_version"] in ONE_API_SERVER_VERSIONS else []),
         f"max_num_seqs = {seqs}",
         *([f"max_model_len = {max_len}"] if max_len else []),
         f"max_num_batched_tokens = {mbt}", f'cudagraph_mode = "{cudagraph}"',
@@ -98,6 +106,7 @@ def experiment_text(row: dict) -> str:
     if sharegpt:
         lines += ['input_len_distribution = "lognormal"', f"input_len_spread = {SHAREGPT_SIGMA}",
                   'output_len_distribution = "lognormal"', f"output_len_spread = {SHAREGPT_SIGMA}",
+                  f"max_total_len = {SHAREGPT_MAX_TOTAL}  # vllm bench serve's ShareGPT filter",
                   "ignore_eos = false"]
     else:
         lines += ["ignore_eos = true  # the source's token totals are exactly prompts x output_len"]

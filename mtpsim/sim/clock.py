@@ -37,6 +37,7 @@ class Clock:
         self.pos = 0
         self._pending: list[StepShape] = []
         self._seconds: list[np.ndarray] = []  # per step, idle waits added to the step after
+        self._chunks: list[np.ndarray] = []  # per step, requests that stream a token after it
         self._t = 0.0  # time at `pos` (once pending steps are priced)
         self._idle = 0.0  # waited at `pos` before the next step
 
@@ -67,6 +68,12 @@ class Clock:
         return np.concatenate([[0.0], np.cumsum(np.concatenate(self._seconds))]) \
             if self._seconds else np.zeros(1)
 
+    def chunks(self) -> np.ndarray:
+        """[pos] output chunks each step streams: one per decoding request, one per completed
+        prompt (its first token)."""
+        self._flush()
+        return np.concatenate(self._chunks) if self._chunks else np.zeros(0)
+
     def _flush(self) -> None:
         if not self._pending:
             return
@@ -87,6 +94,7 @@ class Clock:
         seconds[0] += self._idle
         self._idle = 0.0
         self._seconds.append(seconds)
+        self._chunks.append(_steps(shape.num_decode, n) + _steps(shape.prefill_done, n))
         self._t += float(seconds.sum())
 
 
@@ -94,3 +102,9 @@ def _head(shape: StepShape, n: int) -> StepShape:
     """The first `n` steps of a shape whose fields are arrays over steps."""
     return StepShape(**{f.name: np.asarray(getattr(shape, f.name))[:n]
                         for f in dataclasses.fields(StepShape)})
+
+
+def _steps(x: Any, n: int) -> np.ndarray:
+    """The first `n` steps of a shape field (an array over steps, or one number for all)."""
+    a = np.asarray(x, float)
+    return np.full(n, float(a)) if a.ndim == 0 else a[:n]

@@ -23,6 +23,30 @@ def draw_lengths(rng: np.random.Generator, n: int, mean: int, dist: str, spread:
     return np.maximum(np.rint(x).astype(np.int64), 1)
 
 
+MIN_LEN = 4  # vllm bench serve's is_valid_sequence: min_len
+
+
+def draw_filtered(rng: np.random.Generator, n: int, means: tuple[int, int],
+                  spreads: tuple[float, float], max_total: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lognormal (prompt, output) pairs as `vllm bench serve` keeps them from a dataset
+    (vLLM 0.33.0 `benchmarks/datasets/datasets.py` `is_valid_sequence`, defaults for ShareGPT:
+    both >= 4, prompt <= 1024, prompt + output <= 2048; here prompt <= max_total / 2): draws are
+    taken in order until n pairs pass, the locations shifted so that the kept pairs' means are
+    `means` (the figures a source reports are those of the kept pairs)."""
+    z = rng.standard_normal((2, 8 * n))
+    sig = np.array(spreads, float)[:, None]
+    target = np.log(np.array(means, float))
+    shift = np.zeros(2)
+    for _ in range(8):  # fixed point on the log-means of the kept pairs
+        x = np.rint(np.exp((target + shift)[:, None] - sig**2 / 2 + sig * z))
+        ok = ((x >= MIN_LEN).all(axis=0) & (x[0] <= max_total // 2) & (x.sum(axis=0) <= max_total))
+        kept = x[:, ok][:, :n]
+        if kept.shape[1] < n:
+            raise ValueError(f"fewer than {n} of {z.shape[1]} drawn pairs pass the filter")
+        shift += target - np.log(kept.mean(axis=1))
+    return kept[0].astype(np.int64), kept[1].astype(np.int64)
+
+
 @dataclass(slots=True)
 class RequestTable:
     """Per-request state; `generated` counts output tokens (float in expected-value mode)."""

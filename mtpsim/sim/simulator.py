@@ -27,7 +27,7 @@ from mtpsim.records import RunExtra
 from mtpsim.result import PHASES, Result
 from mtpsim.sim.bulk import MAX_BULK_STEPS, sum_min
 from mtpsim.sim.clock import Clock, StepLog
-from mtpsim.sim.entities import RequestTable, draw_lengths
+from mtpsim.sim.entities import RequestTable, draw_filtered, draw_lengths
 from mtpsim.sim.scheduler import KvCache, Lookahead, Scheduler
 from mtpsim.spec import Experiment
 
@@ -67,9 +67,15 @@ class Simulator:
         self.rng = np.random.default_rng(a_seq)
         w = exp.workload
         n = w.num_prompts
-        inputs = draw_lengths(w_rng, n, w.input_len, w.input_len_distribution, w.input_len_spread)
-        outputs = draw_lengths(w_rng, n, w.output_len, w.output_len_distribution,
-                               w.output_len_spread)
+        if w.max_total_len:
+            inputs, outputs = draw_filtered(w_rng, n, (w.input_len, w.output_len),
+                                            (w.input_len_spread, w.output_len_spread),
+                                            w.max_total_len)
+        else:
+            inputs = draw_lengths(w_rng, n, w.input_len, w.input_len_distribution,
+                                  w.input_len_spread)
+            outputs = draw_lengths(w_rng, n, w.output_len, w.output_len_distribution,
+                                   w.output_len_spread)
         # per-request acceptance shifts: normal quantiles in random order (stratified), so even
         # a few hundred requests carry the intended spread and no accidental mean shift
         order = w_rng.permutation(n)
@@ -85,6 +91,15 @@ class Simulator:
             ids = np.arange(requests.start, requests.stop)
             inputs, outputs, shift = inputs[ids], outputs[ids], shift[ids]
             sends = sends[ids] - sends[ids[0]]
+        # The API servers take requests one at a time before the engines see them; the client
+        # times TTFT and latency from its own send (`_client_sends`). Modelled without a
+        # concurrency limit only (with one, sends wait for finishes and the queue stays short).
+        frontend = (calibration is None and conc is None
+                    and exp.calibration.frontend_ms_per_request > 0)
+        client_sends = sends
+        if frontend:
+            sends = frontend_queue(sends, exp.calibration.frontend_ms_per_request * 1e-3,
+                                   api_servers(exp))
         # Data parallelism: dp engines, each with its own scheduler and KV cache, get the
         # requests round-robin (vLLM 0.33.0 `v1/engine/core_client.py`
         # `DPLBAsyncMPClient.get_core_engine_for_request`, ~line 1751: "a burst spreads
@@ -95,17 +110,15 @@ class Simulator:
         if self.dp > 1:
             mine = np.arange(0, n, self.dp)
             inputs, outputs, shift, sends = inputs[mine], outputs[mine], shift[mine], sends[mine]
+            client_sends = client_sends[mine]
             conc = None if conc is None else -(-conc // self.dp)
         self.reqs = RequestTable(inputs, outputs, self.k)
         self.shift = shift
-        # The API server takes requests one at a time before the engine sees them; the client
-        # times TTFT and latency from its own send (`_client_sends`). Modelled without a
-        # concurrency limit only (with one, sends wait for finishes and the queue stays short).
-        frontend = (calibration is None and conc is None
-                    and exp.calibration.frontend_ms_per_request > 0)
-        self._client_sends = sends if frontend else None
-        if frontend:
-            sends = frontend_queue(sends, exp.calibration.frontend_ms_per_request * 1e-3)
+        self._client_sends = client_sends if frontend else None
+        # The same servers stream every output chunk back (`streamed_times`): modelled where
+        # the queue is. Each of the dp ranks' chunks goes to the server of its request.
+        self._chunk_s = (exp.calibration.frontend_us_per_chunk * 1e-6 * self.dp / api_servers(exp)
+                         if calibration is None and conc is None else 0.0)
         self.client = Client(sends, conc)
         self.kv_size = None  # the KV cache's size (mtpsim.models.memory), when modelled
         e = exp.engine
@@ -365,6 +378,8 @@ class Simulator:
     def _result(self) -> Result:
         reqs, k = self.reqs, self.k
         times = self.clock.times()
+        if self._chunk_s > 0:  # what the client sees: tokens after the API server streamed them
+            times = streamed_times(times, self.clock.chunks(), self._chunk_s)
         if k == 0:  # plain decoding: the decode steps drafted nothing
             reqs.drafts[:] = 0
         drafts = int(reqs.drafts.sum())
@@ -449,12 +464,32 @@ def simulate(exp: Experiment, policy: str, progress: Progress | None = None,
     return sim.run()
 
 
-def frontend_queue(sends: np.ndarray, cost_s: float) -> np.ndarray:
-    """When the engine sees each request: one API server takes them in send order, `cost_s`
-    each (a FIFO single server: a_i = max(send_i, a_(i-1)) + cost)."""
+def api_servers(exp: Experiment) -> int:
+    """API-server processes: engine.api_server_count, else vLLM 0.33.0's default, one per DP
+    rank (`entrypoints/cli/serve.py`: "Defaulting api_server_count to data_parallel_size";
+    vLLM PR #32525, January 2026; before it, one)."""
+    return exp.engine.api_server_count or exp.engine.dp
+
+
+def frontend_queue(sends: np.ndarray, cost_s: float, servers: int = 1) -> np.ndarray:
+    """When the engine sees each request: `servers` API servers, request i going to server
+    i mod servers, each takes its requests in send order, `cost_s` each (a FIFO single server:
+    a_i = max(send_i, a_(i-servers)) + cost)."""
     out = np.empty_like(np.asarray(sends, float))
-    free = 0.0
+    free = [0.0] * servers
     for i, s in enumerate(sends):
-        free = max(float(s), free) + cost_s
-        out[i] = free
+        j = i % servers
+        free[j] = max(float(s), free[j]) + cost_s
+        out[i] = free[j]
     return out
+
+
+def streamed_times(times: np.ndarray, chunks: np.ndarray, cost_s: float) -> np.ndarray:
+    """When the client sees each step's tokens ([steps + 1], as `times`): the API server
+    processes the steps' output chunks in order, `cost_s` each, after the step ends
+    (v_j = max(t_j, v_(j-1)) + chunks_j x cost); it keeps up while a step outlasts its chunks'
+    work, else tokens reach the client late and the lag grows."""
+    work = np.concatenate([[0.0], np.cumsum(np.asarray(chunks, float) * cost_s)])  # C_j
+    # v_j = max over i <= j of t_i + (C_j - C_(i-1)): the unrolled recursion, vectorised
+    start = np.maximum.accumulate(times - np.concatenate([[0.0], work[:-1]]))
+    return np.concatenate([[times[0]], (work + start)[1:]])

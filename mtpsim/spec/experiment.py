@@ -244,6 +244,9 @@ def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
     return exp
 
 
+MIN_DATASET_LEN = 4  # vllm bench serve's is_valid_sequence min_len, prompt and output alike
+
+
 def _check_across_sections(exp: Experiment, source: str,
                            overridden: set[tuple[str, ...]]) -> None:
     """Impossible combinations that no single field can see."""
@@ -262,6 +265,18 @@ def _check_across_sections(exp: Experiment, source: str,
                         "expected dp x tp > 1 with expert parallelism (on one GPU every expert "
                         "is local: vLLM 0.33.0 turns EP off, fused_moe/config.py "
                         "FusedMoEParallelConfig.make)")
+    if w.max_total_len and (w.input_len_distribution, w.output_len_distribution) != ("lognormal",) * 2:
+        raise SpecError(src("workload", "max_total_len"), "workload.max_total_len",
+                        "expected lognormal input and output lengths with the dataset filter "
+                        f"(got {w.input_len_distribution} and {w.output_len_distribution})")
+    if w.max_total_len and not (MIN_DATASET_LEN < w.input_len < w.max_total_len // 2
+                                and w.output_len > MIN_DATASET_LEN
+                                and w.input_len + w.output_len < w.max_total_len):
+        raise SpecError(src("workload", "max_total_len"), "workload.max_total_len",
+                        f"expected a filter the mean lengths fit inside (input_len "
+                        f"{w.input_len} in ({MIN_DATASET_LEN}, max_total_len / 2), output_len "
+                        f"{w.output_len} > {MIN_DATASET_LEN}, their sum under max_total_len), "
+                        f"got {w.max_total_len}")
     if m.num_heads % e.tp:
         raise SpecError(src("engine", "tp"), "engine.tp",
                         f"expected a divisor of model.num_heads ({m.num_heads}), got {e.tp}")

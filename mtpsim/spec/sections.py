@@ -160,6 +160,9 @@ class EngineSpec:
                                  "scheme, else bf16 (fp8 and bf16 checkpoints: bf16 latent; "
                                  "4-bit checkpoints: fp8, assumed); fp8 = fp8_ds_mla",
                                  one_of(*KV_CACHE_DTYPES))
+    api_server_count: int = option(0, "vLLM --api-server-count: API-server processes in front "
+                                   "of the engines (0 = vLLM 0.33.0's default, one per DP rank; "
+                                   "vLLM before 0.15 ran one for all ranks)", in_range(0, 1024))
     pp: int = option(1, "pipeline-parallel size (dp x tp x pp GPUs, across nodes with "
                      "vllm.distributed_executor_backend = 'ray'; the simulator splits weights and "
                      "KV cache over the stages)", _pos)
@@ -193,6 +196,12 @@ class WorkloadSpec:
     output_len_distribution: str = option("fixed", "output-length distribution",
                                           one_of(*LENGTH_DISTRIBUTIONS))
     output_len_spread: float = option(0.0, "uniform: range ratio; lognormal: sigma", _nonneg)
+    max_total_len: int = option(0, "vllm bench serve's dataset filter (`is_valid_sequence`; "
+                                "ShareGPT: 2048): pairs whose prompt + output exceed it, whose "
+                                "prompt exceeds half of it or whose prompt or output is under 4 "
+                                "tokens are not sampled; lognormal lengths are drawn so that the "
+                                "kept pairs have the given means (0 = no filter)",
+                                in_range(0, _MAX_LEN))
     max_concurrency: int | None = option(None, "requests in flight at most (default: unlimited)",
                                          _pos)
     request_rate: float = option(math.inf, "requests per second (inf = all at t=0)",
@@ -289,9 +298,16 @@ class CalibrationSpec:
                                         "the GPU under async scheduling", in_range(0, 1e5))
     frontend_ms_per_request: float = option(0.0, "API-server time per request before the engine "
                                             "sees it (HTTP, chat template, tokenization, input "
-                                            "processing), ms; one server per DP rank takes them "
-                                            "in order; without max_concurrency only",
+                                            "processing), ms; each API server (engine."
+                                            "api_server_count) takes its share in order; "
+                                            "without max_concurrency only",
                                             in_range(0, 1e4))
+    frontend_us_per_chunk: float = option(0.0, "API-server time per streamed output chunk (one "
+                                          "request's tokens of one engine step: output "
+                                          "processing, detokenization, the SSE message), µs; "
+                                          "the server streams in step order, so when it falls "
+                                          "behind, tokens reach the client late; without "
+                                          "max_concurrency only", in_range(0, 1e5))
     moe_imbalance: float = option(1.3, "expert parallelism: the busiest GPU's routed tokens over "
                                   "the mean (1 = uniform routing)", in_range(1, 16))
     fit: tuple[str, ...] = option(("mem_efficiency", "compute_efficiency"),

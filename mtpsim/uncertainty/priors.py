@@ -86,6 +86,13 @@ PARAMS: dict[str, Param] = {
         "10.3-13.6 s) need 20-25 ms per request of one API server, admission together with the "
         "output streaming it shares the process with; drawn only without max_concurrency",
         calibrated_by_file=True, only_with=("workload.max_concurrency", (None,))),
+    "frontend_us_per_chunk": Param(
+        "calibration.frontend_us_per_chunk", 0.0, 1e5, "loguniform(40, 200)",
+        "public, an upper bound: vLLM V1's one API server streamed ~56 req/s x 200 tokens "
+        "(11,200 chunks/s) within 3 % of the offline engine (vLLM PR #11636), so <= ~90 µs a "
+        "completions chunk; the chat path (template deltas, reasoning and tool parsers) up to "
+        "~2x; drawn only without max_concurrency", calibrated_by_file=True,
+        only_with=("workload.max_concurrency", (None,))),
     "moe_imbalance": Param(
         "calibration.moe_imbalance", 1.0, 16.0, "uniform(1.05, 1.8)",
         "assumed, wide: the busiest GPU's routed tokens over the mean under expert parallelism "
