@@ -35,6 +35,9 @@ SHAREGPT_SIGMA = 1.0  # assumed lognormal spread of ShareGPT lengths (not fitted
 # vllm bench serve keeps ShareGPT pairs with prompt <= 1024 and prompt + output <= 2048 tokens
 # (vLLM 0.33.0 benchmarks/datasets/datasets.py is_valid_sequence; the same since v0.6)
 SHAREGPT_MAX_TOTAL = 2048
+# Every vLLM row of the corpus predates vLLM PR #54394 (2026-08-30: "The CUDA DSA prefill indexer
+# currently recomputes the same logits and Top-K results on every tensor-parallel rank"), so its
+# engines scored every prompt row on every TP rank (indexer_row_sharding = false).
 # vLLM before PR #32525 (merged 2026-01-17) ran one API server in front of
 # all data-parallel ranks unless --api-server-count said otherwise
 ONE_API_SERVER_VERSIONS = ("0.13.0", "nightly (Dec 2025)")
@@ -90,6 +93,8 @@ def experiment_text(row: dict) -> str:
         "", "[hardware]", f'preset = "{row["gpu"]}"',
         "", "[engine]", f"tp = {row['tp']}",
         *([f"dp = {row['dp']}", f"ep = {'true' if row['ep'] else 'false'}"] if row["dp"] > 1 else []),
+        *(["indexer_row_sharding = false  # every TP rank scored every prompt row before vLLM PR #54394"]
+          if row["engine"] == "vllm" and row["tp"] > 1 else []),
         *(["api_server_count = 1  # vLLM's default before PR #32525"]
           if row["dp"] > 1 and row["engine_version"] in ONE_API_SERVER_VERSIONS else []),
         f"max_num_seqs = {seqs}",

@@ -400,8 +400,8 @@ class CostModel:
         `tp_prefill_row_sharding_supported` in v1/attention/backends/mla/indexer.py: CUDA, TP > 1,
         no DCP/PCP, and a cudagraph mode whose mixed batches are not FULL graphs); each rank then
         scores 1/tp of the prompt's queries and the top-k rows are all-gathered."""
-        tp, mode = self._tp, self.exp.engine.cudagraph_mode
-        return tp if tp > 1 and mode not in ("full",) else 1
+        tp, e = self._tp, self.exp.engine
+        return tp if tp > 1 and e.cudagraph_mode not in ("full",) and e.indexer_row_sharding else 1
 
     def _topk_gather(self, n_layers: int, rows: Num) -> Num:
         """All-gather of the row-sharded prefill top-k indices (int32) after each indexer."""

@@ -160,6 +160,11 @@ class EngineSpec:
                                  "scheme, else bf16 (fp8 and bf16 checkpoints: bf16 latent; "
                                  "4-bit checkpoints: fp8, assumed); fp8 = fp8_ds_mla",
                                  one_of(*KV_CACHE_DTYPES))
+    indexer_row_sharding: bool = option(True, "TP ranks split a prefill's indexer rows and "
+                                        "all-gather their top-k (vLLM 0.33.0; vLLM PR #54394 of "
+                                        "August 2026 says main recomputed the same logits and "
+                                        "top-k on every rank before); off, every rank scores "
+                                        "every prompt row")
     api_server_count: int = option(0, "vLLM --api-server-count: API-server processes in front "
                                    "of the engines (0 = vLLM 0.33.0's default, one per DP rank; "
                                    "vLLM before 0.15 ran one for all ranks)", in_range(0, 1024))
