@@ -248,7 +248,8 @@ def trust_figures() -> list[tuple[str, list[Figure]]]:
 
     b2b = [paired(DATA / "reference-cpu-backtoback" / run, "share",
                   f"back-to-back run {run}: share vs fresh throughput, paired (95 %)") for run in ("a", "b")]
-    full = [paired(REFERENCE, policy, f"full reference run: {policy} vs fresh throughput, paired (95 %)")
+    full = [paired(folder, policy, f"full reference run{tag}: {policy} vs fresh throughput, paired (95 %)")
+            for folder, tag in ((REFERENCE, ""), (DATA / "reference-cpu-repeat", ", repeated"))
             for policy in ("share", "share_recent", "target_share")]
     drift = json.loads((DATA / "probe-drift" / "drift.json").read_text())["summary"]
     src = f"{_rel(DATA / 'probe-drift')}/drift.json (python benchmarks/probe_drift.py --iterations 20)"
@@ -269,7 +270,7 @@ def trust_figures() -> list[tuple[str, list[Figure]]]:
     seeds += [Figure(f"adaptive, --uncertainty 64: SD over 10 seeds of the {what} interval's ends",
                      f"{ada[f'{m}_lo_sd_over_seeds']:.2f} / {ada[f'{m}_hi_sd_over_seeds']:.2f}", src)
               for m, what in (("output_throughput", "throughput"), ("median_tpot_ms", "TPOT"))]
-    return [("Back-to-back paired runs", b2b), ("The shipped reference run, paired", full),
+    return [("Back-to-back paired runs", b2b), ("The shipped reference run and its repeat, paired", full),
             ("Machine-speed probe", probe),
             ("Monte Carlo spread over seeds", seeds)]
 
