@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from mtpsim.fileio import atomic_write_json
-from mtpsim.uncertainty.summary import Interval, verdict
+from mtpsim.uncertainty.intervals import Interval, verdict
 
 METRICS = ("output_throughput", "median_tpot_ms")
 

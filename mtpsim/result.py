@@ -14,7 +14,6 @@ from typing import Any
 
 from mtpsim import __version__
 from mtpsim.errors import ResultError
-from mtpsim.fileio import atomic_write_json, finite_json
 from mtpsim.inputs import MiB, loads_json, read_text
 from mtpsim.metrics import RequestRecord, SpecDecodeCounters, counters_from_requests, serving_metrics
 from mtpsim.records import RunExtra
@@ -81,6 +80,8 @@ class Result:
         return out
 
     def write(self, path: str | Path) -> None:
+        from mtpsim.fileio import atomic_write_json, finite_json
+
         atomic_write_json(path, finite_json(self.to_json()))
 
     @classmethod

@@ -12,7 +12,8 @@ from mtpsim.spec.sections import UncertaintySpec
 from mtpsim.uncertainty.coverage import Scored, report, with_run_noise
 from mtpsim.uncertainty.domain import Extrapolation
 from mtpsim.uncertainty.draws import Draw
-from mtpsim.uncertainty.summary import Interval, Spread, adjust
+from mtpsim.uncertainty.intervals import Interval
+from mtpsim.uncertainty.summary import Spread, adjust
 
 U = UncertaintySpec()
 AL = "spec_decode_acceptance_length"

@@ -7,7 +7,8 @@ import numpy as np
 
 from mtpsim.uncertainty import sensitivity as sens
 from mtpsim.uncertainty.coverage import Scored, report, with_run_noise
-from mtpsim.uncertainty.summary import Interval, interval, verdict, wquantile
+from mtpsim.uncertainty.intervals import Interval, verdict
+from mtpsim.uncertainty.summary import interval, wquantile
 
 
 def test_a_delta_interval_that_spans_zero_cannot_tell():

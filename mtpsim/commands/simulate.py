@@ -7,7 +7,6 @@ from pathlib import Path
 
 from mtpsim.cliopts import Param, declared
 from mtpsim.console import StdConsole
-from mtpsim.fileio import dumps
 
 console = StdConsole()
 err_console = StdConsole(stderr=True)
@@ -96,6 +95,8 @@ def simulate(
                             progress=bars)
     written = run.write(out) if out is not None else []
     if as_json:
+        from mtpsim.fileio import dumps
+
         print(dumps(run_json(run), indent=2), flush=True)
         for line in run.notes:
             err_console.print(line, highlight=False, markup=False, soft_wrap=True)

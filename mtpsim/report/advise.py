@@ -14,7 +14,7 @@ from rich import box
 from rich.table import Table
 
 from mtpsim.report.numbers import delta_interval, interval, signed_interval
-from mtpsim.uncertainty.summary import verdict
+from mtpsim.uncertainty.intervals import verdict
 
 if TYPE_CHECKING:
     from mtpsim.console import StdConsole
@@ -192,7 +192,7 @@ def verdict_lines(adv: Any, prob: float, doubt: dict | None) -> list[str]:
 
 def legend(adv: Any, prob: float) -> list[str]:
     """What each number printed above means."""
-    from mtpsim.uncertainty.summary import region
+    from mtpsim.uncertainty.intervals import region
 
     pct = round(100 * prob)
     return [f"how to read: the figures in brackets are the {pct} % interval over the "

@@ -13,9 +13,9 @@ from rich.table import Table
 from mtpsim.report.fit import COMMAND
 from mtpsim.report.numbers import interval, number, signed_interval
 from mtpsim.uncertainty.draws import BENCH_METRICS, METRICS
+from mtpsim.uncertainty.intervals import Interval, verdict
 from mtpsim.uncertainty.posterior import ess
 from mtpsim.uncertainty.run import ALL_ROWS, PRIOR, UncertaintyRun
-from mtpsim.uncertainty.summary import Interval, verdict
 
 LABELS = {"request_throughput": ("Request throughput (req/s)", ",.3f"),
           "output_throughput": ("Output throughput (tok/s)", ",.1f"),

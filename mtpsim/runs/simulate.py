@@ -81,6 +81,8 @@ def check_flags(*, trace: Sequence[Path], plot: Path | None, expected: bool, boo
 
 def check_outputs(out: Path | None, plot: Path | None, save_calibration: Path | None) -> None:
     """Every output folder and file writable before anything runs."""
+    if out is None and plot is None and save_calibration is None:
+        return  # a plain run writes nothing (and leaves mtpsim.fileio unimported)
     from mtpsim.fileio import output_dir, output_file
 
     for folder, flag in ((out, "--out"), (plot, "--plot")):

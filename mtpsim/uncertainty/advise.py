@@ -29,8 +29,9 @@ from mtpsim.spec.experiment import read_toml
 from mtpsim.spec.sections import QUANTIZATIONS
 from mtpsim.uncertainty.domain import Domain, extrapolation
 from mtpsim.uncertainty.draws import Draw, plan, run_draw
+from mtpsim.uncertainty.intervals import Interval
 from mtpsim.uncertainty.limits import MAX_CELLS, MAX_DRAWS, check_simulations
-from mtpsim.uncertainty.summary import Interval, Spread, adjust, interval
+from mtpsim.uncertainty.summary import Spread, adjust, interval
 from mtpsim.verdict import ROPE_TIMING_PCT
 
 VLLM_POLICIES = policies_where(lambda t: t.vllm)  # what vLLM 0.33.0 can run (declared traits)

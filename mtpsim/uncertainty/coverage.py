@@ -16,7 +16,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from mtpsim.uncertainty.summary import Interval
+from mtpsim.uncertainty.intervals import Interval
 
 COVERAGE_METRICS = ("spec_decode_acceptance_length", "output_throughput", "median_tpot_ms")
 ACCEPTANCE_METRIC = "spec_decode_acceptance_length"
@@ -70,7 +70,7 @@ def score_run(config: str, summary: Mapping, real: Mapping[str, Mapping[str, flo
     `expected_acceptance`, acceptance is scored by the interval of the model's expected
     acceptance length (no draw noise; the real run's own sampling noise then belongs to the
     measurement, see `with_run_noise`)."""
-    from mtpsim.uncertainty.draws import EXPECTED_AL
+    from mtpsim.uncertainty.intervals import EXPECTED_AL
 
     def key(m: str) -> str:
         use = expected_acceptance and m == ACCEPTANCE_METRIC and EXPECTED_AL in summary["metrics"][

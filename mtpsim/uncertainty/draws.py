@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from mtpsim.spec import Experiment
+from mtpsim.uncertainty.intervals import EXPECTED_AL
 from mtpsim.uncertainty.priors import PARAMS, Prior, resolved
 
 # what `vllm bench serve` prints (its --save-result key names), each drawn and summarised
@@ -29,10 +30,6 @@ BENCH_METRICS = (*THROUGHPUTS, *LATENCIES, "spec_decode_acceptance_length")
 # the default table (`--metrics` chooses others)
 METRICS = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "p90_ttft_ms",
            "spec_decode_acceptance_length")
-# kept beside METRICS, not tabled: the acceptance length the model expects on the drawn path (no
-# Bernoulli draw noise, RunExtra.expected_acceptance_length), what coverage scores against a real
-# run widened by that run's own noise; its name among a draw's figures
-EXPECTED_AL = "expected_acceptance_length"
 # discrepancy scores: timing level (all policies), timing per policy, acceptance level, per policy
 Z_NAMES = ("z_time", "z_time_policy", "z_accept", "z_accept_policy")
 

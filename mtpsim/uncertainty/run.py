@@ -72,7 +72,7 @@ class UncertaintyRun:
 
     @property
     def rope(self):
-        from mtpsim.uncertainty.summary import rope_of
+        from mtpsim.uncertainty.intervals import rope_of
 
         return rope_of(self.exp.uncertainty)
 
@@ -118,7 +118,8 @@ class UncertaintyRun:
         noise `pct` % instead of the assumed one (the draws are re-weighted, not re-run)."""
         import dataclasses
 
-        from mtpsim.uncertainty.summary import summarize, verdict
+        from mtpsim.uncertainty.intervals import verdict
+        from mtpsim.uncertainty.summary import summarize
 
         if self.noise is None or ALL_ROWS not in self.weights:
             return []
@@ -309,7 +310,8 @@ def _adapt(run: UncertaintyRun, cal: Any, jobs: int,
     from scipy.special import ndtr
 
     from mtpsim.uncertainty.draws import METRICS
-    from mtpsim.uncertainty.summary import ACCEPTANCE, summarize
+    from mtpsim.uncertainty.intervals import ACCEPTANCE
+    from mtpsim.uncertainty.summary import summarize
 
     u, rows = run.exp.uncertainty, run.measured
     if (ALL_ROWS not in run.weights or len(run.policies) < 2 or u.max_draws <= run.prior_n

@@ -48,7 +48,7 @@ def measured_delta(exp: Experiment, policy: str, base: str) -> float | None:
 
 
 def saved_interval(exp: Experiment, policy: str, overridden: bool) -> dict[str, Any] | str:
-    from mtpsim.uncertainty.summary import Interval, verdict
+    from mtpsim.uncertainty.intervals import Interval, verdict
 
     path = summary_path(exp)
     if path is None:

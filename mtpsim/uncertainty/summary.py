@@ -1,7 +1,8 @@
 """From draws to answers: the discrepancy term, weighted medians and intervals, policy deltas
-with P(delta > 0) and P(delta > +region), and a verdict against the region of practical
-equivalence (mtpsim.verdict): "<policy> better" / "<policy> worse", "no practical difference",
-"cannot tell", or "same program at k=1" for policies that do not differ at the run's k."""
+with P(delta > 0) and P(delta > +region). Their verdicts against the region of practical
+equivalence (mtpsim.uncertainty.intervals): "<policy> better" / "<policy> worse", "no practical
+difference", "cannot tell", or "same program at k=1" for policies that do not differ at the run's
+k."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from mtpsim.uncertainty.domain import Extrapolation
-from mtpsim.uncertainty.draws import BENCH_METRICS, EXPECTED_AL, LATENCIES, THROUGHPUTS, Draw
-from mtpsim.verdict import BETTER, WORSE, Rope, higher_is_better, judge, same_program
+from mtpsim.uncertainty.draws import BENCH_METRICS, LATENCIES, THROUGHPUTS, Draw
+from mtpsim.uncertainty.intervals import ACCEPTANCE, EXPECTED_AL, Interval, region
+from mtpsim.verdict import Rope
 
 TIMING = (*THROUGHPUTS, *LATENCIES)  # scale with the timing discrepancy (throughputs inversely)
 PER_TOKEN = tuple(k for k in LATENCIES if "_tpot_" in k)  # follow tokens per step as well
-ACCEPTANCE = ("spec_decode_acceptance_length", EXPECTED_AL)  # absolute deltas, one discrepancy
 ACCEPT_DISCREPANCY_PCT = 1.0  # model discrepancy of acceptance length - 1 inside the range
 
 
@@ -120,33 +121,6 @@ def wquantile(x: np.ndarray, w: np.ndarray | None, q: float) -> float:
     return float(np.interp(q, c, xs))
 
 
-@dataclass(frozen=True, slots=True)
-class Interval:
-    median: float
-    lo: float
-    hi: float
-    p_pos: float = math.nan  # P(value > 0), for deltas
-    p_above: float = math.nan  # P(value > +region of practical equivalence), for deltas
-    half: float = math.nan  # that region's half-width (% for timings, absolute for acceptance)
-    mc_se: float = math.nan  # Monte Carlo SE of the interval's ends (the larger), for deltas
-
-    @property
-    def half_width(self) -> float:
-        return (self.hi - self.lo) / 2
-
-    @property
-    def spans_zero(self) -> bool:
-        return self.lo < 0 < self.hi
-
-    def to_json(self) -> dict[str, float]:
-        out = {"median": self.median, "lo": self.lo, "hi": self.hi, "p_pos": self.p_pos}
-        if not math.isnan(self.p_above):
-            out.update(p_above_region=self.p_above, region=self.half)
-        if not math.isnan(self.mc_se):
-            out["mc_se"] = self.mc_se
-        return out
-
-
 def interval(x: np.ndarray, w: np.ndarray | None, prob: float, delta: bool = False,
              half: float = math.nan) -> Interval:
     a = (1 - prob) / 2
@@ -219,17 +193,6 @@ def interp_rows(q: float, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
     return np.where(j < 0, fp[:, 0], out)
 
 
-def region(metric: str, rope: Rope | None = None) -> float:
-    """Half-width of `metric`'s region of practical equivalence in summary units (% / absolute)."""
-    rope = rope or Rope()
-    return rope.acceptance_length if metric in ACCEPTANCE else rope.timing_pct
-
-
-def rope_of(u) -> Rope:
-    """The spec's UncertaintySpec regions as a Rope."""
-    return Rope(timing_pct=u.rope_timing_pct, acceptance_length=u.rope_acceptance_length)
-
-
 def delta_values(values: list[dict[str, dict[str, float]]], policy: str, base: str,
                  metric: str) -> np.ndarray:
     """Per draw: policy vs base, in % for timings, absolute for acceptance length."""
@@ -238,16 +201,6 @@ def delta_values(values: list[dict[str, dict[str, float]]], policy: str, base: s
     # a relative change against a zero base (no ITL in a one-token answer) has no value: NaN
     return np.array([100 * (v[policy][metric] / v[base][metric] - 1) if v[base][metric]
                      else math.nan for v in values])
-
-
-def verdict(iv: Interval, policy: str, base: str, metric: str = "output_throughput",
-            k: int | None = None) -> str:
-    """The delta's verdict against its region (the interval's own `half`, else the default)."""
-    if k is not None and same_program(policy, base, k):
-        return f"same program at k={k}"
-    half = iv.half if not math.isnan(iv.half) else region(metric)
-    j = judge(iv.lo, iv.hi, half, higher_is_better(metric))
-    return {BETTER: f"{policy} better", WORSE: f"{policy} worse"}.get(j, j)
 
 
 def summarize(values: list[dict[str, dict[str, float]]], policies: tuple[str, ...],

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mtpsim.uncertainty.summary import verdict
+from mtpsim.uncertainty.intervals import verdict
 
 
 def run_grid(experiment: str, points: Sequence[Any], n: int, jobs: int, out: Path | None,
