@@ -18,6 +18,10 @@ ROPE_TIMING_PCT = 0.5
 ROPE_ACCEPTANCE_LENGTH = 0.01
 ROPE_ACCEPTANCE_POINTS = 0.5
 
+# Monte Carlo SEs an interval end must clear a region's bound by for a verdict to rest on it: an
+# end's estimate is about normal, so at 2 SEs another seed flips the side it lies on ~2 % of the time
+MC_MARGIN = 2.0
+
 BETTER, WORSE, SAME, UNSURE = "better", "worse", "no practical difference", "cannot tell"
 LOWER_IS_BETTER = ("ttft", "tpot", "itl", "e2el", "duration")
 
@@ -43,10 +47,16 @@ def higher_is_better(metric: str) -> bool:
     return not any(word in metric for word in LOWER_IS_BETTER)
 
 
-def judge(lo: float, hi: float, half: float, higher_better: bool = True) -> str:
-    """The verdict for a delta interval [lo, hi] against the region [-half, +half]."""
+def judge(lo: float, hi: float, half: float, higher_better: bool = True,
+          mc_se: float = 0.0) -> str:
+    """The verdict for a delta interval [lo, hi] against the region [-half, +half]. `mc_se`: the
+    ends' Monte Carlo SE; each end first moves outwards by MC_MARGIN of them, so an end that
+    another seed could put on the other side of a bound gives "cannot tell", not a verdict that
+    flips with the seed."""
     if lo != lo or hi != hi:  # NaN: no interval
         return UNSURE
+    if mc_se == mc_se and mc_se > 0:
+        lo, hi = lo - MC_MARGIN * mc_se, hi + MC_MARGIN * mc_se
     if -half <= lo and hi <= half:
         return SAME
     if lo > half:

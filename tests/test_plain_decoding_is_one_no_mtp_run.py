@@ -79,7 +79,7 @@ def test_advise_compares_every_k_with_plain_decoding(tmp_path):
     p = tmp_path / "dep.toml"
     p.write_text('[deployment]\nmodel = "deepseek-v3.2"\ngpu = "b200"\ntp = 4\nquantization = '
                  '"nvfp4"\n[workload]\ncontext_lengths = [1024]\nconcurrency = [2]\n'
-                 'output_len = 32\n[advise]\nk = [2]\ndraws = 3\n')
+                 'output_len = 32\n[advise]\nk = [2]\ndraws = 3\nmax_draws = 3\n')
     res = CliRunner().invoke(app, ["advise", str(p), "--json", "-j", "1"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)

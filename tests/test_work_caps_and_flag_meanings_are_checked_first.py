@@ -88,6 +88,30 @@ def test_advise_context_weights_must_be_finite(tmp_path_factory, w):
     _one_line_exit_2(["advise", str(path)], "workload.context_weights")
 
 
+@FAST
+@given(n=st.integers(-(2**62), 1) | st.integers(2, 63) | st.integers(MAX_DRAWS + 1, 2**62))
+def test_advise_max_draws_outside_its_range_is_one_line(tmp_path_factory, n):
+    """[advise] max_draws and --max-draws: at least the first stage's draws (64 here), at most
+    the draws cap; a mistyped cap must not start a stage. (Past 19 digits the file's reader
+    refuses the integer itself, in its own line.)"""
+    text = ADVISE.read_text().replace("[advise]\n", f"[advise]\nmax_draws = {n}\n")
+    path = tmp_path_factory.mktemp("adv") / "a.toml"
+    path.write_text(text)
+    _one_line_exit_2(["advise", str(path)], "advise.max_draws", "at least [advise] draws")
+    want = ("64 draws",) if 2 <= n < 64 else ("4,096",)
+    _one_line_exit_2(["advise", str(ADVISE), "--max-draws", str(n)], "--max-draws", *want)
+
+
+def test_advise_settings_of_the_wrong_kind_are_one_line(tmp_path):
+    for bad in ('max_draws = "lots"', "max_draws = 1.5e3", "max_draws = true"):
+        path = tmp_path / "a.toml"
+        path.write_text(ADVISE.read_text().replace("[advise]\n", f"[advise]\n{bad}\n"))
+        _one_line_exit_2(["advise", str(path)], "advise.max_draws")
+    path = tmp_path / "b.toml"
+    path.write_text(ADVISE.read_text() + "\n[uncertainty]\nmc_se_target = -1\n")
+    _one_line_exit_2(["advise", str(path), "--draws", "2", "-j", "1"], "mc_se_target")
+
+
 def test_a_mix_no_k_can_run_whole_is_one_line(tmp_path):
     text = re.sub(r"context_lengths = \[[^\]]*\]", "context_lengths = [1024, 4096, 9000000]",
                   ADVISE.read_text())

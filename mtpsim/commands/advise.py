@@ -23,7 +23,12 @@ def advise(
     jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", min=1, help="Worker processes (default: the usable cores).")] = None,
     draws: Annotated[int | None, typer.Option(
-        help="Parameter draws (default: the file's [advise] draws, else 12), e.g. --draws 32.")] = None,
+        help="Parameter draws of the first stage (default: the file's [advise] draws, else 64); "
+        "alone, a fixed budget of one stage, e.g. --draws 32 for a quick look.")] = None,
+    max_draws: Annotated[int | None, typer.Option(
+        help="Stop doubling the draws here even if an interval end's Monte Carlo SE is still "
+        "above [uncertainty] mc_se_target (default: the file's [advise] max_draws, else 512), "
+        "e.g. --max-draws 4096.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     point_dir: Annotated[Path, typer.Option(
         help="Where a 'cannot tell' verdict writes the experiment file of the measurement that "
@@ -39,7 +44,11 @@ def advise(
     robust.
 
     Every (k, context, concurrency) cell runs each policy on the same draws of the spec's
-    \\[uncertainty] priors. Example: [cyan]mtpsim advise experiments/advise-deepseek-v3.2-b200.toml[/cyan]
+    \\[uncertainty] priors: randomized quasi-Monte Carlo (16 scrambled Sobol replicates, whose
+    spread gives each interval end's Monte Carlo SE), every draw adjusted at 64 model-discrepancy
+    scores. Draws double until every quoted delta end's MC SE is at most 0.1 points or
+    --max-draws; the MC SE and effective draws are printed beside the share-vs-fresh interval.
+    Example: [cyan]mtpsim advise experiments/advise-deepseek-v3.2-b200.toml[/cyan]
     """
     from mtpsim.fileio import output_dir
     from mtpsim.report import advise as report
@@ -50,7 +59,7 @@ def advise(
         from mtpsim.extras import require
 
         require("--plot", "plots")
-    dep = runs.load(deployment, draws)
+    dep = runs.load(deployment, draws, max_draws)
     if plot is not None:
         output_dir(plot, "--plot")
     with report.cells_bar(err_console, enabled=not as_json and err_console.is_terminal) as bar:

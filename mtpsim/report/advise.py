@@ -14,7 +14,9 @@ from rich import box
 from rich.table import Table
 
 from mtpsim.report.numbers import delta_interval, interval, signed_interval
+from mtpsim.uncertainty.advise import below, quoted
 from mtpsim.uncertainty.intervals import verdict
+from mtpsim.verdict import MC_MARGIN
 
 if TYPE_CHECKING:
     from mtpsim.console import StdConsole
@@ -46,7 +48,8 @@ def advise_json(deployment: Path, run: AdviseRun, said: list[str]) -> dict[str, 
     """`--json`: the recommendation, the doubt, the verdict lines and every row."""
     adv, (k, p, iv, robust) = run.advice, run.recommendation
     return {
-        "deployment": str(deployment), "draws": run.dep.draws, "wall_s": adv.wall_s,
+        "deployment": str(deployment), "draws": adv.n_draws, "wall_s": adv.wall_s,
+        "sampler": sampler_json(adv, run.rows),
         "best_fresh_k": adv.best_fresh(),
         "recommendation": {"k": k, "policy": p, "gain_pct": iv.to_json(), "robust": robust},
         "cannot_tell": run.doubt, "verdict": said, "skipped": adv.skipped,
@@ -62,7 +65,7 @@ def print_advice(console: StdConsole, run: AdviseRun, said: list[str],
     verdict), the lines under it, and with `plot` the gain plot written there."""
     from mtpsim.report.fit import print_lines, print_table
 
-    print_table(console, advise_table(run.advice, run.rows, run.prob), keep=2, group=(1, 1, 2, 1, 3))
+    print_table(console, advise_table(run.advice, run.rows, run.prob), keep=2, group=(1, 1, 2, 1, 4))
     print_lines(console, said)
     if plot is not None:
         from mtpsim.report.plots import gain_plot
@@ -76,10 +79,11 @@ def advise_table(adv: Any, rows: list[dict], prob: float) -> Table:
     d = adv.dep
     t = Table(title=f"{d.description or d.source}: mix of contexts {list(d.contexts)} "
               f"(weights {list(d.weights)}), concurrency {list(d.concurrency)}; median "
-              f"[{round(100 * prob)} % interval] over {d.draws} draws", title_justify="left",
+              f"[{round(100 * prob)} % interval] over {adv.n_draws:,} draws", title_justify="left",
               box=box.SIMPLE_HEAD)
     for col in ("k", "policy", "output tok/s", "median TPOT ms", "gain vs best fresh",
-                "P(gain>0)", "gain vs no MTP", "share vs fresh, same k", "P(>+R)", "verdict"):
+                "P(gain>0)", "gain vs no MTP", "share vs fresh, same k", "MC SE (eff.)", "P(>+R)",
+                "verdict"):
         t.add_column(col, justify="left" if col in ("policy", "verdict") else "right")
     for r in rows:
         thr, tpot, g = r["output_throughput"], r["median_tpot_ms"], r["gain_pct"]
@@ -91,56 +95,81 @@ def advise_table(adv: Any, rows: list[dict], prob: float) -> Table:
                   delta_interval(r["gain_vs_no_mtp_pct"]) if "gain_vs_no_mtp_pct" in r else (
                       "baseline" if r["k"] == 0 else ""),
                   "" if same is None else delta_interval(same),
+                  "" if same is None else se_text(same),
                   "" if same is None or r["k"] == 1 else f"{same.p_above:.2f}",
-                  "" if same is None else verdict(same, "share", "fresh", "output_throughput", r["k"]))
+                  "" if same is None else verdict(same, "share", "fresh", "output_throughput", r["k"],
+                                                   mc_margin=True))
     return t
 
 
-def mc_line(adv: Any, rows: list[dict[str, Any]]) -> str:
-    """The Monte Carlo SE of the share-vs-fresh interval ends, against the 0.1-point target."""
+def se_text(iv: Any) -> str:
+    """An interval's MC SE and effective draws: "0.08 (3,100)"."""
     import math
 
-    from mtpsim.uncertainty.summary import MC_SE_TARGET
+    if math.isnan(iv.mc_se):
+        return "-"
+    eff = "-" if math.isnan(iv.eff_draws) or math.isinf(iv.eff_draws) else f"{iv.eff_draws:,.0f}"
+    return f"{iv.mc_se:.2f} ({eff})"
 
-    ses = {r["k"]: r["vs_fresh_same_k"].mc_se for r in rows
-           if r.get("vs_fresh_same_k") is not None and r["k"] > 1}
-    if not ses:
-        return f"Monte Carlo: {adv.dep.draws} draws"
-    k, worst = max(ses.items(), key=lambda kv: kv[1])
-    each = ", ".join(f"k={kk} {se:.2f}" for kk, se in sorted(ses.items()))
-    head = (f"Monte Carlo: {adv.dep.draws} draws; MC SE of the share vs fresh interval ends {each} "
-            "points")
-    if worst <= MC_SE_TARGET:
-        return head + f" (target {MC_SE_TARGET}: met)"
-    need = int(math.ceil(adv.dep.draws * (worst / MC_SE_TARGET) ** 2))
-    return head + (f": above the {MC_SE_TARGET} target, so those ends move with the seed (about "
-                   f"{need:,} draws would meet it at k={k}); the verdicts rest on the region of "
-                   "practical equivalence, not on the ends' last digit")
+
+def mc_line(adv: Any, rows: list[dict[str, Any]]) -> str:
+    """How the draws were made, and whether every quoted delta end's MC SE met the target."""
+    from mtpsim.uncertainty.advise import INNER, missed
+
+    reps = 0 if adv.replicate is None or not len(adv.replicate) else len(set(adv.replicate.tolist()))
+    how = (f"{adv.n_draws:,} draws ({reps} randomized-QMC replicates of {adv.n_draws // reps:,}, "
+           f"{INNER} discrepancy scores each; stages {', '.join(f'{n:,}' for n in adv.stages)})"
+           if reps else f"{adv.n_draws:,} draws")
+    ses = quoted(rows)
+    known = {k: iv.mc_se for k, iv in ses.items() if iv.mc_se == iv.mc_se}
+    if not known:
+        return f"Monte Carlo: {how}; no MC SE (fewer than 2 replicates)"
+    label, worst = max(known.items(), key=lambda kv: kv[1])
+    head = (f"Monte Carlo: {how}; largest MC SE of a quoted delta end {worst:.2f} points "
+            f"({label})")
+    late = missed(rows, adv.target)
+    if not late:
+        return head + f"; target {adv.target:g}: met"
+    listed = "; ".join(f"{k} {v:.2f}" for k, v in late[:4]) + ("; ..." if len(late) > 4 else "")
+    return (head + f"; target {adv.target:g} not met at {adv.n_draws:,} draws (the --max-draws cap) "
+            f"by {len(late)} of {len(known)}: "
+            f"{listed}: quote those ends to the nearest point. A verdict whose end lies within "
+            f"{MC_MARGIN:g} MC SE of a region's bound says cannot tell")
+
+
+def sampler_json(adv: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """`--json`: the design, the stages and each quoted delta end's MC SE against the target."""
+    from mtpsim.uncertainty.advise import INNER, missed
+
+    reps = 0 if adv.replicate is None else len(set(adv.replicate.tolist()))
+    return {"method": "randomized QMC (scrambled Sobol replicates) x conditional Monte Carlo over "
+            "the discrepancy scores", "replicates": reps, "inner_scores": INNER,
+            "stages": adv.stages, "max_draws": adv.cap, "mc_se_target": adv.target,
+            "not_met": dict(missed(rows, adv.target)),
+            "mc_se": {k: iv.mc_se for k, iv in quoted(rows).items()},
+            "effective_draws": {k: iv.eff_draws for k, iv in quoted(rows).items()}}
 
 
 def verdict_lines(adv: Any, prob: float, doubt: dict | None) -> list[str]:
     """The k sentence, MTP on, the recommendation, what cannot be told and how to decide it."""
     from mtpsim.report.fit import COMMAND
-    from mtpsim.uncertainty.summary import interval
 
     k, p, iv, robust = adv.recommendation(prob)
     best = adv.best_fresh()
     pct = round(100 * prob)
     out = []
-    others = [(kk, interval(adv.gain(kk, "fresh"), None, prob, delta=True)) for kk in adv.ks()
-              if kk != best]
+    others = [(kk, adv.gain_interval(kk, "fresh", prob)) for kk in adv.ks() if kk != best]
     if others:  # ranked by median throughput, as best_fresh and the table's tok/s column
         import numpy as np
 
         kk, g = max(others, key=lambda o: float(np.median(adv.mix(o[0], "fresh",
                                                                   "output_throughput"))))
-        sure = "robustly ahead of" if g.hi < 0 else "but cannot tell it from"
+        sure = "robustly ahead of" if below(g, 0.0) else "but cannot tell it from"
         out.append(f"k: fresh k={best} has the best median throughput, {sure} the next best, "
                    f"k={kk} at {delta_interval(g)} (P(k={kk} better) = {g.p_pos:.2f})")
-    gains = {(kk, pp): interval(adv.gain(kk, pp), None, prob, delta=True)
-             for kk, pp in adv.pairs()}
+    gains = {(kk, pp): adv.gain_interval(kk, pp, prob) for kk, pp in adv.pairs()}
     if 0 in adv.ks() and best > 0:
-        g = interval(adv.gain_vs_no_mtp(best, "fresh"), None, prob, delta=True)
+        g = adv.no_mtp_interval(best, "fresh", prob)
         out.append(f"MTP on: fresh k={best} against plain decoding (k=0, no MTP) {delta_interval(g)} in "
                    f"output throughput, P(gain > 0) = {g.p_pos:.2f}")
     if robust and (k, p) != (best, "fresh"):
@@ -175,7 +204,7 @@ def verdict_lines(adv: Any, prob: float, doubt: dict | None) -> list[str]:
         out.append(f"(the cell's settings are in {doubt['point']}: the PR's experiment with "
                    f"k={k}, context {doubt['context']:,} and the deployment's GPU, TP, "
                    "quantization and concurrency)")
-    worse = [(kk, pp, g) for (kk, pp), g in gains.items() if g.hi < 0]
+    worse = [(kk, pp, g) for (kk, pp), g in gains.items() if below(g, 0.0)]
     if worse:
         out.append(f"robustly worse than fresh k={best}: " + "; ".join(
             f"k={kk} {pp} {delta_interval(g)}" for kk, pp, g in worse))
@@ -186,7 +215,7 @@ def verdict_lines(adv: Any, prob: float, doubt: dict | None) -> list[str]:
         out.append("EXTRAPOLATED beyond the PR's measured setup (k = 3, ~10K context, B200 TP4 "
                    "NVFP4): " + "; ".join(far[:6]) + ("; ..." if len(far) > 6 else ""))
     out.append(f"{len(adv.cells)} cells ({len(adv.pairs())} k x policy settings) x "
-               f"{adv.dep.draws} draws in {adv.wall_s:.1f} s wall")
+               f"{adv.n_draws:,} draws in {adv.wall_s:.1f} s wall")
     return out
 
 
@@ -196,19 +225,19 @@ def legend(adv: Any, prob: float) -> list[str]:
 
     pct = round(100 * prob)
     return [f"how to read: the figures in brackets are the {pct} % interval over the "
-            f"{adv.dep.draws} parameter draws, the figure before them their median; gain = % "
+            f"{adv.n_draws:,} parameter draws, the figure before them their median; gain = % "
             "output throughput over the best fresh k (gain vs no MTP: over plain decoding, k=0); "
             "P(gain>0) = share of draws where it is positive; P(>+R) = share of draws where share "
             "beats fresh by more than the region of practical equivalence R = "
-            f"{region('output_throughput'):g} %; an EXTRAPOLATED note's (n) is how far a cell "
+            f"{region('output_throughput'):g} %; MC SE (eff.) = the Monte Carlo SE of the "
+            "interval's ends in points (the larger) and the independent draws that would give "
+            "it; an EXTRAPOLATED note's (n) is how far a cell "
             "lies outside the PR's measured setup, in octaves (doublings or halvings) of k, "
             "context, top-k and batch, plus half-units of temperature"]
 
 
 def _level(adv: Any, k: int, policy: str, prob: float) -> str:
-    from mtpsim.uncertainty.summary import interval as summarize
-
-    thr = summarize(adv.mix(k, policy, "output_throughput"), None, prob)
-    tpot = summarize(adv.mix(k, policy, "median_tpot_ms"), None, prob)
+    thr = adv.level_interval(k, policy, "output_throughput", prob)
+    tpot = adv.level_interval(k, policy, "median_tpot_ms", prob)
     return (f"{interval(thr.median, thr.lo, thr.hi, ',.0f')} output tok/s, median TPOT "
             f"{interval(tpot.median, tpot.lo, tpot.hi, '.2f')} ms")

@@ -108,13 +108,12 @@ def gain_plot(adv: Any, prob: float, path: Path) -> Path:
     """advise: share vs fresh throughput gain against context, median and band per k."""
     import numpy as np
 
-    from mtpsim.uncertainty.summary import interval
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     ctxs = list(adv.dep.contexts)
     for k in (k for k in adv.ks() if k > 0):  # k = 0 drafts nothing: nothing to share
-        ivs = [interval(adv.share_vs_fresh(k, c), None, prob) for c in ctxs]
+        ivs = [adv.interval(adv.share_vs_fresh(k, c), prob) for c in ctxs]
         med = np.array([iv.median for iv in ivs])
         (line,) = ax.plot(ctxs, med, marker="o", label=f"k={k}")
         ax.fill_between(ctxs, [iv.lo for iv in ivs], [iv.hi for iv in ivs], alpha=0.12,
@@ -124,7 +123,7 @@ def gain_plot(adv: Any, prob: float, path: Path) -> Path:
     ax.set_xticks(ctxs, [f"{c:,}" for c in ctxs])
     ax.set_xlabel("prompt length (tokens)")
     ax.set_ylabel("share vs fresh output throughput (%)")
-    ax.set_title(f"share vs fresh: median and {round(100 * prob)} % band over {adv.dep.draws} draws")
+    ax.set_title(f"share vs fresh: median and {round(100 * prob)} % band over {adv.n_draws:,} draws")
     ax.legend(fontsize=8)
     return save_png(fig, path)
 

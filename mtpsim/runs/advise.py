@@ -24,16 +24,24 @@ class AdviseRun:
     doubt: dict | None  # no robust choice: why, and the measurement (point file, command)
 
 
-def load(deployment: Path, draws: int | None = None) -> Any:
-    """The deployment file, validated; `draws` in place of its [advise] draws."""
+def load(deployment: Path, draws: int | None = None, max_draws: int | None = None) -> Any:
+    """The deployment file, validated; `draws` and `max_draws` in place of its [advise] ones.
+    A --draws without --max-draws is a fixed budget: that many draws, one stage."""
     from mtpsim.uncertainty.advise import load_deployment
+    from mtpsim.uncertainty.limits import check_draws
 
     dep = load_deployment(deployment)
     if draws is not None:
-        from mtpsim.uncertainty.limits import check_draws
-
         check_draws(draws, "--draws")
-        dep = replace(dep, draws=draws)
+        dep = replace(dep, draws=draws, max_draws=draws)
+    if max_draws is not None:
+        check_draws(max_draws, "--max-draws")
+        if max_draws < dep.draws:
+            from mtpsim.errors import UserError
+
+            raise UserError(None, "--max-draws", f"expected at least the first stage's {dep.draws:,} "
+                            f"draws (--draws or [advise] draws), got {max_draws:,}")
+        dep = replace(dep, max_draws=max_draws)
     return dep
 
 
@@ -61,13 +69,12 @@ def doubt(adv: Any, prob: float) -> dict | None:
     import numpy as np
 
     from mtpsim.uncertainty import sensitivity as sens
-    from mtpsim.uncertainty.summary import interval
 
     k, p, iv, robust = adv.recommendation(prob)
     if robust:
         return None
     best = adv.best_fresh()
-    y = adv.gain(k, p)
+    y = adv.gain(k, p).mean(axis=1)  # per draw, over its discrepancy scores
     inputs = {n: np.array([d.unit[n] for d in adv.draws]) for n in adv.draws[0].unit}
     rows = sens.table(inputs, y)
     group, share, params = sens.measure_next(rows)
@@ -76,7 +83,7 @@ def doubt(adv: Any, prob: float) -> dict | None:
     else:
         ctx = max(adv.dep.contexts, key=lambda c: float(np.ptp(adv.share_vs_fresh(k, c))))
     far = sorted({n for c, notes in adv.notes.items() if c[0] == k for n in notes})
-    return {"k": k, "policy": p, "gain_pct": interval(y, None, prob, delta=True).to_json(),
+    return {"k": k, "policy": p, "gain_pct": adv.gain_interval(k, p, prob).to_json(),
             "over_fresh_k": best, "measurement": group, "params": params[:3],
             "variance_share": share, "ranked_by": ("rank correlation" if all(
                 r.share == 0 for r in rows) else "variance share"), "extrapolated": far, "context": ctx,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +28,14 @@ from mtpsim.spec import Experiment, available_presets, experiment_from_dict
 from mtpsim.spec.experiment import read_toml
 from mtpsim.spec.sections import QUANTIZATIONS
 from mtpsim.uncertainty.domain import Domain, extrapolation
-from mtpsim.uncertainty.draws import Draw, plan, run_draw
+from mtpsim.uncertainty.draws import Z_NAMES, Draw, drawn_priors, plan, run_draw
 from mtpsim.uncertainty.intervals import Interval
 from mtpsim.uncertainty.limits import MAX_CELLS, MAX_DRAWS, check_simulations
-from mtpsim.uncertainty.summary import Spread, adjust, interval
-from mtpsim.verdict import ROPE_TIMING_PCT
+from mtpsim.uncertainty.summary import MC_SE_TARGET, Spread, adjust_many, interval
+from mtpsim.verdict import MC_MARGIN, ROPE_TIMING_PCT
+
+AL = "spec_decode_acceptance_length"
+MAX_ADVISE_DRAWS = 512  # default [advise] max_draws: the stages stop there, target met or not
 
 VLLM_POLICIES = policies_where(lambda t: t.vllm)  # what vLLM 0.33.0 can run (declared traits)
 # the measured sharing-off rates the acceptance model starts from (experiments/pr47352.toml)
@@ -62,6 +65,7 @@ class Deployment:
     draws: int
     seed: int
     uncertainty: dict[str, Any] = field(default_factory=dict)
+    max_draws: int = MAX_ADVISE_DRAWS  # the adaptive stages' cap (draws, all replicates together)
 
 
 def _get(table: Mapping, key: str, where: str, src: str, kind: type | tuple, default: Any = None,
@@ -84,7 +88,7 @@ def _get(table: Mapping, key: str, where: str, src: str, kind: type | tuple, def
 # experiment files refuse theirs).
 KEYS = {"deployment": ("model", "gpu", "tp", "quantization", "max_num_seqs"),
         "workload": ("context_lengths", "context_weights", "concurrency", "output_len", "temperature"),
-        "advise": ("k", "policies", "draws")}
+        "advise": ("k", "policies", "draws", "max_draws")}
 
 
 def load_deployment(path: str | Path) -> Deployment:
@@ -147,6 +151,9 @@ def load_deployment(path: str | Path) -> Deployment:
                         f"policies vLLM runs ({', '.join(VLLM_POLICIES)}), got {pols!r}")
     draws = _get(a, "draws", "advise", src, int, 64, check=lambda v: 2 <= v <= MAX_DRAWS,
                  expected=f"an integer in 2..{MAX_DRAWS}")
+    most = _get(a, "max_draws", "advise", src, int, max(MAX_ADVISE_DRAWS, draws),
+                check=lambda v: draws <= v <= MAX_DRAWS, expected=f"an integer in {draws}..{MAX_DRAWS} "
+                "(at least [advise] draws)")
     cells = len({0, *ks}) * len(contexts) * len(conc)
     if cells > MAX_CELLS:
         raise SpecError(src, "workload.context_lengths", f"expected at most {MAX_CELLS:,} cells (k x "
@@ -157,7 +164,7 @@ def load_deployment(path: str | Path) -> Deployment:
         raise SpecError(src, "uncertainty", "expected a table")
     return Deployment(src, str(raw.get("description", "")), model, gpu, tp, quant, seqs,
                       tuple(contexts), tuple(float(x) for x in weights), tuple(conc), out_len,
-                      temp, tuple(sorted({0, *ks})), tuple(pols), draws, seed, unc)
+                      temp, tuple(sorted({0, *ks})), tuple(pols), draws, seed, unc, most)
 
 
 def _rates(k: int) -> list[float]:
@@ -184,35 +191,81 @@ def cell_experiment(dep: Deployment, k: int, ctx: int, conc: int) -> Experiment:
     return experiment_from_dict(raw, source=dep.source)
 
 
+REPLICATES = 16  # independent scrambles of the Sobol design: the MC SE's degrees of freedom + 1
+INNER = 64  # discrepancy scores per draw (conditional Monte Carlo: no simulation, only `adjust`)
+MIX_METRICS = ("output_throughput", "median_tpot_ms")  # what the advice reads of each cell
+
+
 @dataclass(slots=True)
 class Advice:
     dep: Deployment
     cells: list[tuple[int, int, int]]  # (k, context, concurrency) simulated
     skipped: list[str]  # cells that do not fit, with why
-    values: dict[tuple[int, int, int], list[dict[str, dict[str, float]]]]  # per draw, adjusted
+    # cell -> policy -> metric -> [draws, inner]: each draw's figures adjusted at its inner
+    # discrepancy scores (mtpsim.uncertainty.rqmc)
+    values: dict[tuple[int, int, int], dict[str, dict[str, np.ndarray]]]
     notes: dict[tuple[int, int, int], tuple[str, ...]]  # extrapolation notes per cell
     draws: list[Draw]
     wall_s: float = 0.0
+    replicate: np.ndarray | None = None  # [draws] each draw's RQMC replicate (None: one design)
+    stages: list[int] = field(default_factory=list)  # draws after each stage
+    target: float = MC_SE_TARGET  # the MC SE the quoted delta ends are drawn to
+    cap: int = 0  # the most draws the stages may reach
+    _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def rope_pct(self) -> float:
         """The region of practical equivalence of a throughput delta, ± % ([uncertainty])."""
         return float(self.dep.uncertainty.get("rope_timing_pct", ROPE_TIMING_PCT))
 
+    @property
+    def n_draws(self) -> int:
+        return len(self.draws)
+
+    def interval(self, x: np.ndarray, prob: float, delta: bool = False,
+                 half: float = math.nan) -> Interval:
+        """x [draws, inner] summarised; a delta with its MC SE from the replicates."""
+        return interval(x, None, prob, delta=delta, half=half, groups=self.replicate)
+
+    def _cached(self, key: tuple, make: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def gain_interval(self, k: int, policy: str, prob: float) -> Interval:
+        return self._cached(("gain", k, policy, prob),
+                            lambda: self.interval(self.gain(k, policy), prob, delta=True))
+
+    def no_mtp_interval(self, k: int, policy: str, prob: float) -> Interval:
+        return self._cached(("no_mtp", k, policy, prob),
+                            lambda: self.interval(self.gain_vs_no_mtp(k, policy), prob, delta=True))
+
+    def share_interval(self, k: int, prob: float) -> Interval:
+        return self._cached(("share", k, prob), lambda: self.interval(
+            self.share_vs_fresh(k), prob, delta=True, half=self.rope_pct))
+
+    def level_interval(self, k: int, policy: str, metric: str, prob: float) -> Interval:
+        return self._cached(("level", k, policy, metric, prob),
+                            lambda: self.interval(self.mix(k, policy, metric), prob))
+
     def mix(self, k: int, policy: str, metric: str) -> np.ndarray:
-        """Per draw: the workload mix's figure for (k, policy); at k = 0 every policy is the one
-        plain-decoding run, `no_mtp`."""
+        """[draws, inner]: the workload mix's figure for (k, policy); at k = 0 every policy is the
+        one plain-decoding run, `no_mtp`."""
         policy = NO_MTP if k == 0 else policy
-        out = np.zeros(len(self.draws))
-        total = 0.0
+        key = (k, policy, metric)
+        if key in self._cache:
+            return self._cache[key]
+        out, total = 0.0, 0.0
         for ctx, w in zip(self.dep.contexts, self.dep.weights, strict=True):
             cells = [(k, ctx, c) for c in self.dep.concurrency if (k, ctx, c) in self.values]
             if not cells or w == 0:
                 continue
-            per = np.mean([[v[policy][metric] for v in self.values[c]] for c in cells], axis=0)
-            out += w * per
+            out = out + w * np.mean([self.values[c][policy][metric] for c in cells], axis=0)
             total += w
-        return out / total if total else out * math.nan
+        shape = next(iter(next(iter(self.values.values())).values()))[metric].shape
+        res = out / total if total else np.full(shape, math.nan)
+        self._cache[key] = res
+        return res
 
     def ks(self) -> list[int]:
         return [k for k in self.dep.ks if all((k, x, c) in self.values for x in self.dep.contexts
@@ -225,7 +278,8 @@ class Advice:
     def best_fresh(self) -> int:
         """The k >= 1 whose fresh run has the highest median throughput (0 if only k = 0 fits)."""
         ks = [k for k in self.ks() if k > 0] or [0]
-        return max(ks, key=lambda k: float(np.median(self.mix(k, "fresh", "output_throughput"))))
+        return self._cached(("best",), lambda: max(ks, key=lambda k: float(
+            np.median(self.mix(k, "fresh", "output_throughput")))))
 
     def gain_vs_no_mtp(self, k: int, policy: str) -> np.ndarray:
         """Per draw, % output throughput over plain decoding (k = 0)."""
@@ -243,8 +297,8 @@ class Advice:
             return 100 * (self.mix(k, "share", "output_throughput")
                           / self.mix(k, "fresh", "output_throughput") - 1)
         cells = [(k, ctx, c) for c in self.dep.concurrency if (k, ctx, c) in self.values]
-        f = np.mean([[v["fresh"]["output_throughput"] for v in self.values[c]] for c in cells], axis=0)
-        s = np.mean([[v["share"]["output_throughput"] for v in self.values[c]] for c in cells], axis=0)
+        f = np.mean([self.values[c]["fresh"]["output_throughput"] for c in cells], axis=0)
+        s = np.mean([self.values[c]["share"]["output_throughput"] for c in cells], axis=0)
         return 100 * (s / f - 1)
 
     def rows(self, prob: float) -> list[dict[str, Any]]:
@@ -252,32 +306,66 @@ class Advice:
         has_base = 0 in self.ks()
         for k, p in self.pairs():
             row = {"k": k, "policy": p,
-                   "output_throughput": interval(self.mix(k, p, "output_throughput"), None, prob),
-                   "median_tpot_ms": interval(self.mix(k, p, "median_tpot_ms"), None, prob),
-                   "gain_pct": interval(self.gain(k, p), None, prob, delta=True)}
+                   "output_throughput": self.level_interval(k, p, "output_throughput", prob),
+                   "median_tpot_ms": self.level_interval(k, p, "median_tpot_ms", prob),
+                   "gain_pct": self.gain_interval(k, p, prob)}
             if has_base and k > 0:
-                row["gain_vs_no_mtp_pct"] = interval(self.gain_vs_no_mtp(k, p), None, prob,
-                                                     delta=True)
+                row["gain_vs_no_mtp_pct"] = self.no_mtp_interval(k, p, prob)
             if k > 0 and p != "fresh":
-                row["vs_fresh_same_k"] = interval(self.share_vs_fresh(k), None, prob, delta=True,
-                                                  half=self.rope_pct)
+                row["vs_fresh_same_k"] = self.share_interval(k, prob)
             out.append(row)
         return out
 
     def recommendation(self, prob: float) -> tuple[int, str, Interval, bool]:
         """(k, policy, gain interval, robust): the best median gain; robust when its interval
-        excludes 0 or it is the best fresh setting itself."""
+        excludes 0 by more than its Monte Carlo margin, or it is the best fresh setting itself."""
         best_k = self.best_fresh()
         cands = self.pairs()
-        gains = {c: interval(self.gain(*c), None, prob, delta=True) for c in cands}
+        gains = {c: self.gain_interval(*c, prob) for c in cands}
         k, p = max(cands, key=lambda c: gains[c].median)
         iv = gains[(k, p)]
-        robust = (k, p) == (best_k, "fresh") or iv.lo > 0
+        robust = (k, p) == (best_k, "fresh") or above(iv, 0.0)
         return k, p, iv, robust
 
 
-def advise(dep: Deployment, jobs: int = 1,
-           progress: Callable[[int, int], None] | None = None) -> Advice:
+def above(iv: Interval, bound: float) -> bool:
+    """The interval lies above `bound` by more than its Monte Carlo margin (mtpsim.verdict)."""
+    return iv.lo - margin(iv) > bound
+
+
+def below(iv: Interval, bound: float) -> bool:
+    return iv.hi + margin(iv) < bound
+
+
+def margin(iv: Interval) -> float:
+    return 0.0 if math.isnan(iv.mc_se) else MC_MARGIN * iv.mc_se
+
+
+def quoted(rows: list[dict[str, Any]]) -> dict[str, Interval]:
+    """Every delta interval the report quotes, by label: what the MC SE target covers."""
+    names = {"gain_pct": "{p} gain", "gain_vs_no_mtp_pct": "{p} vs no MTP",
+             "vs_fresh_same_k": "{p} vs fresh"}
+    return {f"k={r['k']} " + label.format(p=r["policy"]): r[key] for r in rows
+            for key, label in names.items() if key in r}
+
+
+def missed(rows: list[dict[str, Any]], target: float) -> list[tuple[str, float]]:
+    """The quoted delta ends whose MC SE is above `target` (or unknown), worst first."""
+    late = [(k, iv.mc_se) for k, iv in quoted(rows).items() if not iv.mc_se <= target]
+    return sorted(late, key=lambda kv: -kv[1] if kv[1] == kv[1] else -math.inf)
+
+
+def worst_se(rows: list[dict[str, Any]]) -> float:
+    """The largest MC SE of a quoted delta end (NaN where none has one)."""
+    ses = [iv.mc_se for iv in quoted(rows).values() if not math.isnan(iv.mc_se)]
+    return max(ses) if ses else math.nan
+
+
+def advise(dep: Deployment, jobs: int = 1, progress: Callable[[int, int], None] | None = None,
+           prob: float = 0.9) -> Advice:
+    """Every cell simulated on stages of randomized-QMC draws: R replicates of `dep.draws` / R
+    draws first, then each replicate doubled until every quoted delta end's MC SE is at most
+    the target or the next stage would pass `dep.max_draws`."""
     import time
 
     from mtpsim.models.memory import check_fits
@@ -303,24 +391,75 @@ def advise(dep: Deployment, jobs: int = 1,
     if not whole:  # the mix is priced only where every one of its cells runs
         raise SpecError(dep.source, "workload", "expected every context and concurrency of the mix "
                         "to fit in GPU memory at some k >= 1; " + "; ".join(skipped[:2]))
-    check_simulations(dep.draws, len(cells), len(dep.policies), "--draws", "cells", dep.source)
-    first = exps[cells[0]]
-    draws = plan(first, dep.draws)
-    tasks = [(cell, d) for cell in cells for d in draws]
-    raw: dict[tuple, dict[int, dict]] = {cell: {} for cell in cells}
-    for n_done, (cell, idx, res) in enumerate(_run(exps, tasks, jobs), 1):
-        raw[cell][idx] = res
-        if progress is not None:
-            progress(n_done, len(tasks))
-    values, notes = {}, {}
-    for cell in cells:
-        ext = extrapolation(exps[cell], PR_DOMAIN)
-        spread = Spread.of(ext, exps[cell].uncertainty, calibrated=True)
-        first = exps[cell].policies[0]  # fresh, or no_mtp at k = 0
-        values[cell] = [adjust(raw[cell][d.index], d, spread, first, exps[cell].k)
-                       for d in draws]
-        notes[cell] = ext.notes
-    return Advice(dep, cells, skipped, values, notes, draws, time.perf_counter() - t0)
+    reps, per, cap_per = design(dep.draws, dep.max_draws)
+    check_simulations(reps * cap_per, len(cells), len(dep.policies), "[advise] max_draws", "cells",
+                      dep.source)
+    target = float(dep.uncertainty.get("mc_se_target", MC_SE_TARGET))
+    spreads = {cell: Spread.of(extrapolation(exps[cell], PR_DOMAIN), exps[cell].uncertainty,
+                               calibrated=True) for cell in cells}
+    notes = {cell: extrapolation(exps[cell], PR_DOMAIN).notes for cell in cells}
+    adv = Advice(dep, cells, skipped, {c: {} for c in cells}, notes, [], replicate=np.zeros(0, int),
+                 target=target, cap=reps * cap_per)
+    have, done = 0, 0
+    while True:
+        draws, groups, z = stage(exps[cells[0]], reps, have, per, dep.seed, len(adv.draws))
+        total = done + len(cells) * len(draws)
+        raw: dict[tuple, dict[int, dict]] = {cell: {} for cell in cells}
+        for cell, idx, res in _run(exps, [(cell, d) for cell in cells for d in draws], jobs):
+            raw[cell][idx] = res
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        for cell in cells:
+            figs = [raw[cell][d.index] for d in draws]
+            cols = {p: {m: np.array([f[p][m] for f in figs]) for m in (*MIX_METRICS, AL)}
+                    for p in figs[0]}
+            new = adjust_many(cols, z, spreads[cell], exps[cell].policies[0], exps[cell].k,
+                              MIX_METRICS)
+            old = adv.values[cell]
+            adv.values[cell] = {p: {m: (np.concatenate([old[p][m], v]) if old else v)
+                                    for m, v in ms.items()} for p, ms in new.items()}
+        adv.draws += draws
+        adv.replicate = np.concatenate([adv.replicate, groups])
+        adv.stages.append(len(adv.draws))
+        adv._cache.clear()
+        have = per
+        se = worst_se(adv.rows(prob))
+        if not (se > target) or 2 * per > cap_per:  # met (or no SE), or the cap
+            break
+        per *= 2
+    adv.wall_s = time.perf_counter() - t0
+    return adv
+
+
+def design(draws: int, max_draws: int) -> tuple[int, int, int]:
+    """(replicates, first-stage draws per replicate, the most per replicate): per-replicate
+    counts are powers of two (where a scrambled Sobol design is balanced)."""
+    reps = min(REPLICATES, draws)
+    per = 1 << max(0, math.ceil(math.log2(draws / reps)))
+    cap = max(per, 1 << max(0, int(math.floor(math.log2(max(max_draws, 1) / reps)))))
+    return reps, per, cap
+
+
+def stage(first: Experiment, reps: int, start: int, stop: int, seed: int,
+          index0: int) -> tuple[list[Draw], np.ndarray, dict[str, np.ndarray]]:
+    """Rows [start, stop) of each replicate's scrambled Sobol design over the priors: the draws
+    (discrepancy scores 0: they are integrated per draw instead), each draw's replicate, and its
+    INNER discrepancy scores (Z_NAMES -> [draws, INNER])."""
+    from mtpsim.uncertainty.rqmc import inner_scores, sobol_rows
+
+    d = len(drawn_priors(first))
+    draws, groups, zs = [], [], []
+    for r in range(reps):
+        u = sobol_rows(d, start, stop, seed * 7919 + 104729 * (r + 1))
+        full = np.hstack([u, np.full((len(u), len(Z_NAMES)), 0.5)])
+        for j, dr in enumerate(plan(first, len(u), unit=full)):
+            draws.append(replace(dr, index=index0 + len(draws),
+                                 seed=seed + 100003 * (r + 1) + start + j))
+        groups.append(np.full(len(u), r))
+        zs.append(inner_scores(start, stop, INNER, seed * 7919 + 15485863 * (r + 1)))
+    z = np.concatenate(zs)
+    return draws, np.concatenate(groups), {n: z[:, :, i] for i, n in enumerate(Z_NAMES)}
 
 
 def _one(exps: dict, task: tuple) -> dict:

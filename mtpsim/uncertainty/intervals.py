@@ -29,6 +29,7 @@ class Interval:
     p_above: float = math.nan  # P(value > +region of practical equivalence), for deltas
     half: float = math.nan  # that region's half-width (% for timings, absolute for acceptance)
     mc_se: float = math.nan  # Monte Carlo SE of the interval's ends (the larger), for deltas
+    eff_draws: float = math.nan  # independent plain draws that would give mc_se (RQMC designs)
 
     @property
     def half_width(self) -> float:
@@ -44,6 +45,8 @@ class Interval:
             out.update(p_above_region=self.p_above, region=self.half)
         if not math.isnan(self.mc_se):
             out["mc_se"] = self.mc_se
+        if not math.isnan(self.eff_draws):
+            out["effective_draws"] = self.eff_draws
         return out
 
 
@@ -59,10 +62,11 @@ def rope_of(u) -> Rope:
 
 
 def verdict(iv: Interval, policy: str, base: str, metric: str = "output_throughput",
-            k: int | None = None) -> str:
-    """The delta's verdict against its region (the interval's own `half`, else the default)."""
+            k: int | None = None, mc_margin: bool = False) -> str:
+    """The delta's verdict against its region (the interval's own `half`, else the default);
+    `mc_margin`: an end within MC_MARGIN Monte Carlo SEs of a bound cannot tell (mtpsim.verdict)."""
     if k is not None and same_program(policy, base, k):
         return f"same program at k={k}"
     half = iv.half if not math.isnan(iv.half) else region(metric)
-    j = judge(iv.lo, iv.hi, half, higher_is_better(metric))
+    j = judge(iv.lo, iv.hi, half, higher_is_better(metric), iv.mc_se if mc_margin else 0.0)
     return {BETTER: f"{policy} better", WORSE: f"{policy} worse"}.get(j, j)

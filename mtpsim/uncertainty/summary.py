@@ -104,6 +104,44 @@ def adjust(raw: dict[str, dict[str, float]], draw: Draw, spread: Spread,
     return out
 
 
+def adjust_many(raw: dict[str, dict[str, np.ndarray]], z: dict[str, np.ndarray], spread: Spread,
+                first: str, steps: int | None, keys: tuple[str, ...]) -> dict[str, dict[str, np.ndarray]]:
+    """`adjust` for many draws at many discrepancy scores at once (conditional Monte Carlo,
+    mtpsim.uncertainty.rqmc): `raw` policy -> metric -> [n] simulated figures, `z` Z_NAMES ->
+    [n, M] scores; policy -> metric (of `keys`) -> [n, M], element (i, j) what `adjust` gives for
+    draw i at scores j (tests/test_rqmc_quantile_se_matches_its_spread_on_a_known_distribution.py
+    pins the two together)."""
+    f = np.exp(spread.time * z["z_time"])
+    g = np.exp(spread.accept * z["z_accept"])
+    e_t = np.exp(spread.effect * z["z_time_policy"])
+    e_a = np.exp(spread.effect * z["z_accept_policy"])
+    al = "spec_decode_acceptance_length"
+    base = {k: np.asarray(v, float)[:, None] for k, v in raw[first].items()}
+    out = {}
+    for policy, fig in raw.items():
+        m = {k: np.asarray(v, float)[:, None] for k, v in fig.items()}
+        v, b = m[al], base[al]
+        if policy != first:
+            active = 1.0 if steps is None else _differs(policy, first, steps)
+            v = b + (v - b) * e_a + (b - 1) * spread.effect_accept * active * z["z_accept_policy"]
+        accepted = np.maximum(1.0, 1 + (v - 1) * g)
+        tokens = np.where(m[al] > 0, accepted / np.where(m[al] > 0, m[al], 1.0), 1.0)
+        adj = {}
+        for k in keys:
+            v, b = m[k], base[k]
+            if k in TIMING:
+                if policy != first:
+                    v = np.where(b > 0, b * (v / np.where(b > 0, b, 1.0)) ** e_t, v)
+                v = v / f if k in THROUGHPUTS else v * f
+                adj[k] = v * tokens if k in THROUGHPUTS else (v / tokens if k in PER_TOKEN else v)
+            elif k == al:
+                adj[k] = accepted
+            else:
+                adj[k] = np.broadcast_to(v, f.shape).copy()
+        out[policy] = adj
+    return out
+
+
 def _differs(policy: str, first: str, k: int) -> float:
     from mtpsim.policies import traits
 
@@ -122,11 +160,26 @@ def wquantile(x: np.ndarray, w: np.ndarray | None, q: float) -> float:
 
 
 def interval(x: np.ndarray, w: np.ndarray | None, prob: float, delta: bool = False,
-             half: float = math.nan) -> Interval:
+             half: float = math.nan, groups: np.ndarray | None = None) -> Interval:
+    """Median and central `prob` interval of x (weights w); for a delta also P(> 0), P(> +half)
+    and the ends' Monte Carlo SE. `groups`: x is [draws, inner] from randomized QMC replicates
+    (groups[i] draw i's replicate, no weights), whose SE and effective draws come from the
+    replicates (mtpsim.uncertainty.rqmc)."""
     a = (1 - prob) / 2
     p = above = math.nan
     if not np.all(np.isfinite(np.asarray(x, float))):  # a draw without this figure: none at all
         return Interval(math.nan, math.nan, math.nan, math.nan, math.nan, half, math.nan)
+    if groups is not None:
+        from mtpsim.uncertainty.rqmc import Pooled, interval_se
+
+        pool = Pooled(x, groups)
+        se, eff = interval_se(pool, None, prob) if delta else (math.nan, math.nan)
+        if delta:
+            p = pool.above(0.0)
+            above = pool.above(half) if not math.isnan(half) else math.nan
+        return Interval(pool.quantile(0.5), pool.quantile(a), pool.quantile(1 - a), p, above, half,
+                        se, eff)
+    x = np.asarray(x, float).ravel()
     if delta:
         ww = np.ones(len(x)) if w is None else np.asarray(w, float)
         p = float(ww[np.asarray(x) > 0].sum() / ww.sum())
