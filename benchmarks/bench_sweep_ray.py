@@ -47,7 +47,7 @@ def main() -> None:
 
     from mtpsim import sweep
     from mtpsim.cluster.connect import connect, require_engine
-    from mtpsim.cluster.run import simulate_on_ray
+    from mtpsim.runs.executor import Pool
 
     with tempfile.TemporaryDirectory() as tmp:
         exp = Path(tmp) / "small.toml"
@@ -70,14 +70,13 @@ def main() -> None:
             nodes = connect(cluster.address)
             require_engine(nodes, "simulate")
             probe = time.perf_counter() - t0
-            failed: list[str] = []
             t0 = time.perf_counter()
-            remote = list(simulate_on_ray(str(exp), points, Path(tmp) / "ray", nodes, 0, failed))
+            remote = list(sweep.run_points(str(exp), points, Path(tmp) / "ray", Pool(nodes=tuple(nodes))))
             on_ray = time.perf_counter() - t0
         finally:
             ray.shutdown()
             cluster.shutdown()
-    assert not failed and len(remote) == len(local) == 1000
+    assert len(remote) == len(local) == 1000
     same = {r["point_id"]: r["results"] for r in local} == {r["point_id"]: r["results"] for r in remote}
     overhead = (on_ray - pool) / on_ray
     cost = pool * args.nodes / len(points)

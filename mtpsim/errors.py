@@ -8,6 +8,10 @@ from pathlib import Path
 class UserError(Exception):
     """Bad input from the user (spec, trace, result file, flag). The CLI prints it and exits 2."""
 
+    # A run that may succeed when tried again (a server that could not start): the executor
+    # reruns and records it as a job failure; bad input is never rerun.
+    transient = False
+
     def __init__(self, source: str | Path | None, field: str | None, expected: str) -> None:
         self.source = str(source) if source is not None else None
         self.field = field

@@ -18,14 +18,17 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mtpsim.errors import ResultError, SpecError
+from mtpsim.errors import ResultError
 from mtpsim.fileio import atomic_write_json, atomic_write_text
 from mtpsim.real.backend import Backend, backend
-from mtpsim.sweep import ROW_METRICS, Axis, ExperimentRef, Point, load_point
+from mtpsim.sweep import ROW_METRICS, Axis, ExperimentRef, Point, load_point, read_experiment
+
+if TYPE_CHECKING:
+    from mtpsim.runs.executor import Pool
 
 FORMAT = "mtpsim-real-sweep-point"
 VERSION = 1
@@ -150,18 +153,6 @@ def run_repeats(experiment: ExperimentRef, point: Point, plan: RealPlan, repeats
         shutil.rmtree(work, ignore_errors=True)
 
 
-def point_task(experiment: ExperimentRef, point: Point, plan: RealPlan,
-               repeats: Sequence[int]) -> dict[str, Any]:
-    """A Ray task's body: the runs, or the one-line error of a spec problem (not worth a retry;
-    anything else raises, and Ray retries the point)."""
-    runs: list[dict[str, Any]] = []
-    try:
-        run_repeats(experiment, point, plan, repeats, runs.append)
-    except SpecError as e:
-        return {"runs": runs, "error": e.message()}
-    return {"runs": runs, "error": None}
-
-
 def _node_name(node: dict[str, Any]) -> str:
     return str(node.get("ip") or node.get("hostname") or "?")
 
@@ -215,37 +206,66 @@ def todo_repeats(experiment: ExperimentRef, point: Point, plan: RealPlan, out: P
 
 
 def start_point(experiment: str, point: Point, plan: RealPlan, out: Path) -> list[int]:
-    """The repeats a point still needs; when there are any, its point file is written first.
-    Both executors (this process and Ray) start a point through here."""
+    """The repeats a point still needs; when there are any, its point file is written first."""
     todo = todo_repeats(experiment, point, plan, out)
     if todo:
         write_point(out, point, experiment, plan)
     return todo
 
 
-def run_local(experiment: str, points: Sequence[Point], plan: RealPlan,
-              out: Path) -> Iterator[PointEvent]:
-    """The real sweep in this process, point after point; a point whose run raised is retried
-    (its unfinished repeats) up to `plan.retries` times, then recorded as failed."""
+def point_resources(exp: Any, plan: RealPlan) -> tuple[float, float, str]:
+    """(GPUs, CPUs, the spec field that sets them) one point asks a Ray node for."""
+    if plan.backend.caps.gpus:
+        if exp.vllm.distributed_executor_backend == "ray":
+            return 0.0, 1.0, "vllm.distributed_executor_backend"  # vLLM places its own workers
+        return float(exp.engine.dp * exp.engine.tp * exp.engine.pp), 1.0, "engine.tp"
+    gpus = 1.0 if exp.reference.device == "cuda" else 0.0
+    return gpus, float(max(1, exp.reference.threads)), "reference.threads"
+
+
+Job = tuple[Point, tuple[int, ...]]  # a point and the repeats it still needs
+
+
+def point_job(shared: tuple[ExperimentRef, RealPlan, Path | None], job: Job) -> list[dict[str, Any]]:
+    """The executor's job for one point: its repeats, A B A B, on one node. With `out` (the
+    driver's files are here) each run is written as it finishes and a rerun redoes only the
+    repeats still missing; without (a Ray node), the runs go back to the driver."""
+    experiment, plan, out = shared
+    point, repeats = job
+    if out is None:
+        runs: list[dict[str, Any]] = []
+        run_repeats(experiment, point, plan, repeats, runs.append)
+        return runs
+    todo = todo_repeats(experiment, point, plan, out)
+    run_repeats(experiment, point, plan, todo, lambda run: write_run(out, point, run))
+    return []
+
+
+def run_points(experiment: str, points: Sequence[Point], plan: RealPlan, out: Path,
+               pool: Pool) -> Iterator[PointEvent]:
+    """The real sweep on the executor's `pool` (mtpsim.runs.executor.Pool: this process, or one
+    Ray task per point asking for its resources); a point whose run raised is rerun
+    `plan.retries` times (on Ray also when its node died), then recorded as failed."""
+    from mtpsim.runs.executor import Failed, Placement, run_jobs
+
+    todo: list[Job] = []
     for p in points:
-        if not (todo := start_point(experiment, p, plan, out)):
+        if repeats := start_point(experiment, p, plan, out):
+            todo.append((p, tuple(repeats)))
+        else:
             yield PointEvent(p, "resumed")
+
+    def placement(job: Job) -> Placement:
+        gpus, cpus, _ = point_resources(load_point(experiment, job[0].overrides), plan)
+        return Placement(cpus, gpus, f"mtpsim-point-{job[0].point_id}")
+
+    ship = (experiment, plan, out) if pool.shares_files else (read_experiment(experiment), plan, None)
+    for i, got in run_jobs(point_job, todo, ship, replace(pool, retries=plan.retries), ordered=False,
+                           keep_going=True, placement=placement if pool.on_ray else None):
+        point = todo[i][0]
+        if isinstance(got, Failed):
+            yield finish_point(out, point, got.reason)
             continue
-        reason = ""
-        for _ in range(plan.retries + 1):
-            try:
-                run_repeats(experiment, p, plan, todo, lambda run, p=p: write_run(out, p, run))
-            except SpecError:
-                raise
-            except Exception as e:  # noqa: BLE001 - a failed server or run: retry, then record
-                reason = one_line(e)
-                todo = todo_repeats(experiment, p, plan, out)
-            else:
-                reason = ""
-                break
-        yield finish_point(out, p, reason)
-
-
-def one_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
+        for run in got:
+            write_run(out, point, run)
+        yield finish_point(out, point, "")

@@ -3,8 +3,8 @@ run on the executor (mtpsim.runs.executor).
 
 A point is the experiment with one value per axis. Its file `DIR/points/<id>.json` is named by a
 hash of the validated spec (so an edited experiment file or a different grid never reuses a
-stale point) and written by the worker that simulated it, so an interrupted sweep keeps every
-finished point and a rerun skips them.
+stale point) and written on the driver as each point arrives (from a local worker or a Ray
+node), so an interrupted sweep keeps every finished point and a rerun skips them.
 """
 
 from __future__ import annotations
@@ -16,11 +16,14 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtpsim.errors import SpecError
 from mtpsim.fileio import atomic_write_json
 from mtpsim.records import RunExtra
+
+if TYPE_CHECKING:
+    from mtpsim.runs.executor import Pool
 
 FORMAT = "mtpsim-sweep-point"
 VERSION = 1
@@ -235,31 +238,38 @@ def run_point(experiment: ExperimentRef, point: Point, out: Path | None) -> dict
     return rec
 
 
-def _run_job(shared: tuple[ExperimentRef, Path | None], point: Point) -> dict[str, Any]:
-    return run_point(shared[0], point, shared[1])
+def _run_job(experiment: ExperimentRef, point: Point) -> dict[str, Any]:
+    return run_point(experiment, point, None)
 
 
-def finished_first(points: Sequence[Point], out: Path | None,
-                   todo: list[Point]) -> Iterator[dict[str, Any]]:
-    """Yield the records already complete in `out` (marked resumed); append the rest to `todo`."""
-    for p in points:
-        rec = load_finished(point_path(out, p), p) if out is not None else None
+@dataclass(frozen=True, slots=True)
+class PointFiles:
+    """A sweep's resumable point files, DIR/points/<id>.json (the executor's Store): the
+    driver writes each as it arrives; a complete one is reused (its record marked resumed)."""
+
+    out: Path
+
+    def load(self, point: Point) -> dict[str, Any] | None:
+        rec = load_finished(point_path(self.out, point), point)
         if rec is not None:
             rec["resumed"] = True
-            yield rec
-        else:
-            todo.append(p)
+        return rec
+
+    def save(self, point: Point, rec: dict[str, Any]) -> None:
+        atomic_write_json(point_path(self.out, point), rec)
 
 
 def run_points(experiment: str, points: Sequence[Point], out: Path | None,
-               jobs: int) -> Iterator[dict[str, Any]]:
-    """Yield each point's record as it finishes (in completion order); finished points already
-    in `out` are yielded first without running. Workers are terminated on any exit."""
-    from mtpsim.runs.executor import run_jobs
+               jobs: int | Pool) -> Iterator[dict[str, Any]]:
+    """Yield each point's record as it finishes (in completion order) on the executor's pool
+    (`jobs` local workers, or a Ray pool: the experiment then travels as data); finished
+    points already in `out` are yielded first without running. Work stops on any exit."""
+    from mtpsim.runs.executor import as_pool, run_jobs
 
-    todo: list[Point] = []
-    yield from finished_first(points, out, todo)
-    for _, rec in run_jobs(_run_job, todo, (experiment, out), jobs, ordered=False):
+    pool = as_pool(jobs)
+    ship: ExperimentRef = experiment if pool.shares_files else read_experiment(experiment)
+    store = PointFiles(out) if out is not None else None
+    for _, rec in run_jobs(_run_job, points, ship, pool, ordered=False, store=store):
         yield rec
 
 

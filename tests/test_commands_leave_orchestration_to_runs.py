@@ -14,8 +14,8 @@ PKG = Path(mtpsim.__file__).parent
 THIN = ("simulate", "advise", "sweep", "run_real", "compare")
 # What orchestration needs and a command that only parses and hands over does not.
 ORCHESTRATION_MODULES = {"signal", "time", "contextlib", "ray", "rich.progress", "mtpsim.cluster.connect",
-                         "mtpsim.cluster.run", "mtpsim.real.run", "mtpsim.compare", "mtpsim.result"}
-ORCHESTRATION_CALLS = {"atomic_write_json", "perf_counter", "run_points", "run_local", "run_policies",
+                         "mtpsim.cluster.check", "mtpsim.real.run", "mtpsim.compare", "mtpsim.result"}
+ORCHESTRATION_CALLS = {"atomic_write_json", "perf_counter", "run_points", "run_jobs", "run_policies",
                        # compare's: loading, pairing, bootstrap, workload check, sweep pooling
                        "load_result", "fidelity", "ab_compare", "workload_mismatch", "load_sweep",
                        "pooled", "repeat_spread"}

@@ -1,3 +1,3 @@
-"""Running sweep points on a Ray cluster: connect and check (`connect`), submit, gather and cancel
-(`executor`), and the task bodies that run on the nodes (`tasks`). Ray is imported lazily: it is
-the optional `ray` extra, and nothing outside `mtpsim sweep --cluster` needs it."""
+"""A Ray cluster for `mtpsim sweep --cluster`: joining it and checking that a sweep can run on it
+(`connect`, `check`). The points run on it through the one executor's Ray backend
+(mtpsim.runs.executor_ray). Ray is imported lazily: it is the optional `ray` extra."""

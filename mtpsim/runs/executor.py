@@ -1,13 +1,18 @@
-"""One executor for batches of independent jobs: sweep points, `--uncertainty` draws, advise
-cells. `run_jobs(fn, items, shared, workers)` yields `(index, fn(shared, items[index]))`.
+"""One executor for batches of independent jobs: sweep points (simulated or real), `--uncertainty`
+draws, advise cells. `run_jobs(fn, items, shared, pool)` yields `(index, fn(shared, items[index]))`.
 
-With one worker the jobs run in this process. With more, each worker is a child process that
-gets `fn` and `shared` once when it starts (no module-level job state on either side) and the
-items one at a time through a queue. Workers ignore Ctrl-C (it reaches the whole process group;
-the parent handles it) and are terminated, then killed, on any exit of the generator: an
-interrupt, an error, or a caller that stops early. A job's exception reaches the caller as
-itself when it is a UserError (bad input: the command's one line, exit 2), else as a one-line
-JobError naming the job; a worker that dies without a word is a JobError too, never a hang.
+Where the jobs run is the `Pool`: worker processes on this machine (`workers`; one means this
+process), or Ray tasks on the cluster the driver joined (`nodes`, mtpsim.runs.executor_ray). The
+protocol (mtpsim.runs.jobs) is the same on both:
+- `fn` is a module-level function; `shared` reaches each worker or node once.
+- A `store` makes the batch resumable: items it already holds are yielded without running, and
+  each new result is saved by the driver, on this machine, as it arrives.
+- A job that raises is rerun `pool.retries` times (on Ray also when its node dies). Bad input (a
+  UserError not `transient`) is never rerun and reaches the caller as itself (one line, exit 2);
+  any other failure is one line naming the job, a JobError, or with `keep_going` a `Failed`
+  yielded in the result's place. A worker that dies without a word is a JobError, never a hang.
+- Leaving the generator early (Ctrl-C, an error, a caller that stops) ends every job: local
+  workers are terminated, then killed; Ray tasks are interrupted, then force-cancelled.
 """
 
 from __future__ import annotations
@@ -19,7 +24,10 @@ import signal
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any, TypeVar
 
-from mtpsim.errors import JobError, UserError, one_line
+from mtpsim.errors import JobError
+from mtpsim.runs.jobs import Failed, Placement, Pool, Store, as_pool, attempt, settle
+
+__all__ = ["Failed", "Placement", "Pool", "Store", "as_pool", "default_workers", "run_jobs"]
 
 S = TypeVar("S")
 J = TypeVar("J")
@@ -29,21 +37,39 @@ POLL_S = 0.05  # how often the parent checks that its workers are alive while it
 STOP_GRACE_S = 2.0  # a terminated worker that has not ended by then is killed
 
 
-def run_jobs(fn: Callable[[S, J], R], items: Sequence[J], shared: S, workers: int = 1, *,
-             ordered: bool = True,
-             progress: Callable[[int, int], None] | None = None) -> Iterator[tuple[int, R]]:
-    """Yield `(i, fn(shared, items[i]))` for every item: in item order if `ordered`, else as
-    jobs finish. `progress(done, total)` is called after each job. `fn` must be a module-level
-    function (a spawned worker imports it by name)."""
-    workers = max(1, min(workers, len(items)))
-    jobs = _in_process(fn, items, shared) if workers == 1 else _on_workers(fn, items, shared, workers)
+def run_jobs(fn: Callable[[S, J], R], items: Sequence[J], shared: S, pool: int | Pool = 1, *,
+             ordered: bool = True, progress: Callable[[int, int], None] | None = None,
+             keep_going: bool = False, store: Store | None = None,
+             placement: Callable[[J], Placement] | None = None) -> Iterator[tuple[int, Any]]:
+    """Yield `(i, fn(shared, items[i]))` for every item: in item order if `ordered`, else items
+    from `store` first, then as jobs finish. `progress(done, total)` is called after each.
+    `placement(item)` (Ray only): the item's own task and resources; without it, items go out
+    in batches of one CPU each."""
+    pool = as_pool(pool)
+    stored: dict[int, Any] = {}
+    todo: list[int] = []
+    for i, item in enumerate(items):
+        got = store.load(item) if store is not None else None
+        if got is None:
+            todo.append(i)
+        else:
+            stored[i] = got
+    jobs = _start(fn, [items[i] for i in todo], shared, pool, keep_going, placement)
+
+    def arrivals() -> Iterator[tuple[int, Any]]:
+        yield from stored.items()
+        for j, result in jobs:
+            if store is not None and not isinstance(result, Failed):
+                store.save(items[todo[j]], result)
+            yield todo[j], result
+
     try:
-        for done, (i, result) in enumerate(_in_order(jobs) if ordered else jobs, 1):
+        for done, (i, result) in enumerate(_in_order(arrivals()) if ordered else arrivals(), 1):
             if progress is not None:
                 progress(done, len(items))
             yield i, result
     finally:
-        jobs.close()  # stops the workers now, not when the generator is collected
+        jobs.close()  # stops the workers or tasks now, not when the generator is collected
 
 
 def default_workers() -> int:
@@ -52,6 +78,17 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
+
+
+def _start(fn: Callable[[S, J], R], items: Sequence[J], shared: S, pool: Pool, keep_going: bool,
+           placement: Callable[[J], Placement] | None) -> Generator[tuple[int, Any], None, None]:
+    if pool.on_ray:
+        from mtpsim.runs.executor_ray import on_ray
+
+        return on_ray(fn, items, shared, pool, keep_going, placement)
+    if min(pool.workers, len(items)) <= 1:
+        return _in_process(fn, items, shared, pool.retries, keep_going)
+    return _on_workers(fn, items, shared, pool, keep_going)
 
 
 def _in_order(jobs: Iterator[tuple[int, R]]) -> Iterator[tuple[int, R]]:
@@ -64,22 +101,10 @@ def _in_order(jobs: Iterator[tuple[int, R]]) -> Iterator[tuple[int, R]]:
             nxt += 1
 
 
-def _in_process(fn: Callable[[S, J], R], items: Sequence[J],
-                shared: S) -> Generator[tuple[int, R], None, None]:
+def _in_process(fn: Callable[[S, J], R], items: Sequence[J], shared: S, retries: int,
+                keep_going: bool) -> Generator[tuple[int, Any], None, None]:
     for i, item in enumerate(items):
-        try:
-            result = fn(shared, item)
-        except UserError:
-            raise
-        except Exception as e:
-            raise JobError(_failure(i, len(items), e)) from e
-        yield i, result
-
-
-def _failure(i: int, total: int, e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return one_line(f"job {i + 1} of {total} failed: {type(e).__name__}"
-                    + (f": {text[0]}" if text else ""))
+        yield i, settle(i, len(items), *attempt(fn, shared, item, retries), keep_going)
 
 
 def _end_with_parent() -> None:
@@ -97,32 +122,27 @@ def _end_with_parent() -> None:
         os._exit(1)
 
 
-def _serve(fn: Callable[[S, J], R], shared: S, total: int, tasks: Any, results: Any) -> None:
-    """A worker's loop: take (i, item) until None, answer (i, ok, result or error)."""
+def _serve(fn: Callable[[S, J], R], shared: S, retries: int, tasks: Any, results: Any) -> None:
+    """A worker's loop: take (i, item) until None, answer (i, kind, value) as `attempt` does."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent ends us with terminate()
     _end_with_parent()
     while (task := tasks.get()) is not None:
         i, item = task
-        try:
-            answer = (i, True, fn(shared, item))
-        except UserError as e:  # crosses the boundary as itself (UserError pickles its parts)
-            answer = (i, False, e)
-        except Exception as e:  # noqa: BLE001 - any other failure becomes one line for the parent
-            answer = (i, False, JobError(_failure(i, total, e)))
-        results.put(answer)
+        results.put((i, *attempt(fn, shared, item, retries)))
 
 
-def _on_workers(fn: Callable[[S, J], R], items: Sequence[J], shared: S,
-                workers: int) -> Generator[tuple[int, R], None, None]:
+def _on_workers(fn: Callable[[S, J], R], items: Sequence[J], shared: S, pool: Pool,
+                keep_going: bool) -> Generator[tuple[int, Any], None, None]:
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     tasks, results = ctx.Queue(), ctx.Queue()
     tasks.cancel_join_thread()  # on an early exit, unread tasks must not hold this process open
+    workers = min(pool.workers, len(items))
     for task in enumerate(items):
         tasks.put(task)
     for _ in range(workers):
         tasks.put(None)
-    procs = [ctx.Process(target=_serve, args=(fn, shared, len(items), tasks, results), daemon=True)
+    procs = [ctx.Process(target=_serve, args=(fn, shared, pool.retries, tasks, results), daemon=True)
              for _ in range(workers)]
     try:
         for p in procs:
@@ -130,14 +150,12 @@ def _on_workers(fn: Callable[[S, J], R], items: Sequence[J], shared: S,
         left = len(items)
         while left:
             try:
-                i, ok, value = results.get(timeout=POLL_S)
+                i, kind, value = results.get(timeout=POLL_S)
             except queue.Empty:
                 _check_alive(procs, results, left)
                 continue
-            if not ok:
-                raise value
             left -= 1
-            yield i, value
+            yield i, settle(i, len(items), kind, value, keep_going)
     finally:
         _stop(procs)
         results.close()

@@ -120,22 +120,25 @@ def _on_cluster(nodes: Any) -> Iterator[None]:
         _RAY_STDOUT.close()
 
 
+def _pool(nodes: Any, workers: int = 1, retries: int = 0) -> Any:
+    """The executor's pool: `workers` processes here, or the cluster's `nodes`."""
+    from mtpsim.runs.executor import Pool
+
+    return Pool(workers, None if nodes is None else tuple(nodes), retries)
+
+
 def simulated(experiment: Path, sets: list[str], axes: list, points: list, out: Path | None,
               jobs: int, nodes: Any, retries: int, bar: Bar, interrupted: Interrupted) -> SweepRun:
     """Every point simulated on `jobs` local workers or on the cluster's `nodes`; DIR/sweep.json
     written when `out` is given."""
     from mtpsim import sweep as sw
 
-    failed: list[str] = []
-    if nodes is None:
-        gen = sw.run_points(str(experiment), points, out, jobs)
-    else:
+    if nodes is not None:
         from mtpsim.cluster.connect import require_engine, require_room
-        from mtpsim.cluster.run import simulate_on_ray
 
         require_room(nodes, 0, 1, "a simulation batch", "--cluster", "CPU")
         require_engine(nodes, "simulate")
-        gen = simulate_on_ray(str(experiment), points, out, nodes, retries, failed)
+    gen = sw.run_points(str(experiment), points, out, _pool(nodes, jobs, retries))
     records: dict[str, dict[str, Any]] = {}
     t0 = time.perf_counter()
     with _on_cluster(nodes):
@@ -143,9 +146,9 @@ def simulated(experiment: Path, sets: list[str], axes: list, points: list, out: 
             with bar(len(points)) as tick:
                 for rec in gen:
                     records[rec["point_id"]] = rec
-                    tick(len(records), f"failed {len(failed)}" if failed else "")
+                    tick(len(records), "")
         except KeyboardInterrupt:
-            done = len(list((out / "points").glob("*.json"))) if out else 0  # workers write them
+            done = len(list((out / "points").glob("*.json"))) if out else 0
             raise interrupted(done) from None
         finally:
             gen.close()
@@ -159,7 +162,7 @@ def simulated(experiment: Path, sets: list[str], axes: list, points: list, out: 
         atomic_write_json(out / "sweep.json", {"experiment": str(experiment), "sets": sets,
                                                "axes": keys, "rows": rows})
     return SweepRun(str(experiment), sets, keys, len(points), rows, wall,
-                    sum(1 for r in ordered if r.get("resumed")), failed,
+                    sum(1 for r in ordered if r.get("resumed")), [],
                     sorted({n for r in ordered for n in r.get("notes", [])}), nodes, jobs)
 
 
@@ -170,13 +173,11 @@ def real(experiment: Path, sets: list[str], axes: list, points: list, out: Path,
     from mtpsim import real_sweep as rs
     from mtpsim.sweep import load_point
 
-    if nodes is None:
-        gen = rs.run_local(str(experiment), points, plan, out)
-    else:
-        from mtpsim.cluster.run import check_real, real_on_ray
+    if nodes is not None:
+        from mtpsim.cluster.check import check_real
 
         check_real(str(experiment), points, plan, nodes)
-        gen = real_on_ray(str(experiment), points, plan, out)
+    gen = rs.run_points(str(experiment), points, plan, out, _pool(nodes))
     counts = {"done": 0, "resumed": 0, "failed": 0}
     failed: list[str] = []
     t0 = time.perf_counter()

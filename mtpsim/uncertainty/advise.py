@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from mtpsim.verdict import MC_MARGIN, ROPE_TIMING_PCT
 
 AL = "spec_decode_acceptance_length"
 MAX_ADVISE_DRAWS = 512  # default [advise] max_draws: the stages stop there, target met or not
+
+if TYPE_CHECKING:
+    from mtpsim.runs.executor import Pool
 
 VLLM_POLICIES = policies_where(lambda t: t.vllm)  # what vLLM 0.33.0 can run (declared traits)
 # the measured sharing-off rates the acceptance model starts from (experiments/pr47352.toml)
@@ -361,7 +364,7 @@ def worst_se(rows: list[dict[str, Any]]) -> float:
     return max(ses) if ses else math.nan
 
 
-def advise(dep: Deployment, jobs: int = 1, progress: Callable[[int, int], None] | None = None,
+def advise(dep: Deployment, jobs: int | Pool = 1, progress: Callable[[int, int], None] | None = None,
            prob: float = 0.9) -> Advice:
     """Every cell simulated on stages of randomized-QMC draws: R replicates of `dep.draws` / R
     draws first, then each replicate doubled until every quoted delta end's MC SE is at most
@@ -467,8 +470,8 @@ def _one(exps: dict, task: tuple) -> dict:
     return run_draw(exps[cell], d)
 
 
-def _run(exps: dict, tasks: list, jobs: int):
-    """(cell, draw index, metrics) as each (cell, draw) finishes, on `jobs` workers."""
+def _run(exps: dict, tasks: list, jobs: int | Pool):
+    """(cell, draw index, metrics) as each (cell, draw) finishes, on the executor's pool."""
     from mtpsim.runs.executor import run_jobs
 
     for i, res in run_jobs(_one, tasks, exps, jobs, ordered=False):

@@ -14,13 +14,16 @@ import dataclasses
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mtpsim.spec import Experiment
 from mtpsim.uncertainty.intervals import EXPECTED_AL
 from mtpsim.uncertainty.priors import PARAMS, Prior, resolved
+
+if TYPE_CHECKING:
+    from mtpsim.runs.executor import Pool
 
 # what `vllm bench serve` prints (its --save-result key names), each drawn and summarised
 THROUGHPUTS = ("request_throughput", "output_throughput", "total_token_throughput")
@@ -194,9 +197,9 @@ def _run_job(shared: tuple[Experiment, Any], draw: Draw) -> dict[str, dict[str, 
 
 
 def run_draws(exp: Experiment, draws: Sequence[Draw], calibration: Any = None,
-              jobs: int = 1) -> Iterator[tuple[int, dict[str, dict[str, float]]]]:
-    """Yield (draw index, metrics) in draw order; `jobs` > 1 runs them on worker processes
-    (mtpsim.runs.executor, as `mtpsim sweep` does)."""
+              jobs: int | Pool = 1) -> Iterator[tuple[int, dict[str, dict[str, float]]]]:
+    """Yield (draw index, metrics) in draw order, on the executor's pool (mtpsim.runs.executor:
+    `jobs` local workers, or a Ray pool, as `mtpsim sweep` runs its points)."""
     from mtpsim.runs.executor import run_jobs
 
     for i, res in run_jobs(_run_job, draws, (exp, calibration), jobs):

@@ -7,7 +7,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from mtpsim.uncertainty.domain import Domain, Extrapolation, domain_of, extrapol
 from mtpsim.uncertainty.draws import Z_NAMES, Draw, plan, run_draws
 from mtpsim.uncertainty.priors import PARAMS
 from mtpsim.uncertainty.summary import Spread, adjust, delta_values, summarize
+
+if TYPE_CHECKING:
+    from mtpsim.runs.executor import Pool
 
 PRIOR = "prior"
 ALL_ROWS = "all measured rows"
@@ -44,7 +47,7 @@ class UncertaintyRun:
     conditioned: dict[str, list] = field(default_factory=dict)  # name -> values after the refit
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
-    jobs: int = 1
+    jobs: int = 1  # jobs that ran at once (local workers, or the Ray cluster's CPUs)
     design: adaptive.Design | None = None  # the adaptive stages after the prior draws, if any
     _summaries: dict[tuple, dict[str, dict]] = field(default_factory=dict, repr=False)
 
@@ -201,13 +204,14 @@ class UncertaintyRun:
         }
 
 
-def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int = 1,
+def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int | Pool = 1,
               calibration: Any = None, condition: bool = True,
               progress: Callable[[int, int], None] | None = None) -> UncertaintyRun:
     """Draw `n` parameter sets, simulate every policy on each, condition on the measured rows
     where the experiment holds them for its own setup."""
     from mtpsim.calibration.schema import read_calibration
     from mtpsim.models.build import calibration_path
+    from mtpsim.runs.executor import as_pool
     from mtpsim.spec import load_experiment
     from mtpsim.uncertainty.limits import check_draws, check_simulations
 
@@ -225,7 +229,7 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int = 1,
                        fitted_acceptance=cal is not None)
     reps = len(cal.bootstrap) if cal is not None else 0
     run = UncertaintyRun(experiment, exp, [], [], [], n, dom, ext, spread, cal is not None, reps,
-                         jobs=jobs)
+                         jobs=as_pool(jobs).size)
     if cal is not None and not reps:
         run.notes.append(f"{cal.path} holds no bootstrap refits: the intervals carry the "
                          "discrepancy term and the simulator's sampling only (refit with "
@@ -254,7 +258,7 @@ def _rows(exp: Experiment) -> dict[str, dict[str, Any]]:
     return {p: dict(r) for p, r in exp.calibration.measured.items() if p in exp.policies}
 
 
-def _run_stage(run: UncertaintyRun, draws: list[Draw], cal: Any, jobs: int,
+def _run_stage(run: UncertaintyRun, draws: list[Draw], cal: Any, jobs: int | Pool,
                progress: Callable[[int, int], None] | None, total: int) -> None:
     got: dict[int, dict] = {}
     for i, res in run_draws(run.exp, draws, cal, jobs):
@@ -303,7 +307,7 @@ def _level(run: UncertaintyRun, rows: dict[str, dict[str, Any]]) -> str:
     return fit_policy if fit_policy in rows else next(iter(rows))
 
 
-def _adapt(run: UncertaintyRun, cal: Any, jobs: int,
+def _adapt(run: UncertaintyRun, cal: Any, jobs: int | Pool,
            progress: Callable[[int, int], None] | None) -> None:
     """Adaptive stages (mtpsim.uncertainty.adaptive) until the conditioned, tabled timing-delta
     ends' MC SE meets `uncertainty.mc_se_target` or the draws reach `uncertainty.max_draws`."""

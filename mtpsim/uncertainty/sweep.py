@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtpsim.uncertainty.intervals import verdict
 
+if TYPE_CHECKING:
+    from mtpsim.runs.executor import Pool
 
-def run_grid(experiment: str, points: Sequence[Any], n: int, jobs: int, out: Path | None,
+
+def run_grid(experiment: str, points: Sequence[Any], n: int, jobs: int | Pool, out: Path | None,
              progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """One record per point: values, notes, and per policy / delta the summary intervals."""
     from mtpsim.fileio import atomic_write_json

@@ -28,6 +28,8 @@ LOG_TAIL_LINES = 30
 class ServerError(UserError):
     """The server did not come up, or died; the message carries the tail of its log."""
 
+    transient = True  # a taken port, a node short of memory: a sweep retries the point
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
