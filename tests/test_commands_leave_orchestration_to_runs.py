@@ -1,7 +1,8 @@
-"""The thin-command layering (docs/architecture.md, Runs): the simulate, advise, sweep, run-real and
-compare commands parse, call a run in mtpsim/runs/ and hand its result to mtpsim/report/. A command that
-starts choosing executors, catching Ctrl-C, timing or writing result files again, or a run that
-imports a command, fails here."""
+"""The thin-command layering (docs/architecture.md, Runs): the simulate, advise, sweep, run-real,
+compare and serve-reference commands parse, call a run in mtpsim/runs/ and hand its result to
+mtpsim/report/ (or the server). A command that starts choosing executors, catching Ctrl-C, timing
+or writing result files again, a command function over 100 lines, or a run that imports a
+command, fails here."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import mtpsim
 
 PKG = Path(mtpsim.__file__).parent
-THIN = ("simulate", "advise", "sweep", "run_real", "compare")
+THIN = ("simulate", "advise", "sweep", "run_real", "compare", "serve_reference")
 # What orchestration needs and a command that only parses and hands over does not.
 ORCHESTRATION_MODULES = {"signal", "time", "contextlib", "ray", "rich.progress", "mtpsim.cluster.connect",
                          "mtpsim.cluster.check", "mtpsim.real.run", "mtpsim.compare", "mtpsim.result"}
@@ -87,3 +88,15 @@ def test_compare_command_holds_no_loop_and_no_table():
     assert not [n for n in ast.walk(fn) if isinstance(n, ast.Dict)], "commands/compare.py builds a dict"
     assert not {"print_table", "ab_table", "fidelity_table"} & _calls(tree)
     assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)] == ["compare"]
+
+
+def test_no_command_function_passes_100_lines():
+    """A command is its flags, its help and a hand-over (ast: decorators to the last line)."""
+    sizes = {}
+    for path in sorted((PKG / "commands").glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                sizes[f"{path.stem}.{node.name}"] = node.end_lineno - start + 1
+    assert "serve_reference.serve_reference" in sizes and len(sizes) >= 10
+    assert max(sizes.values()) <= 100, sorted(sizes.items(), key=lambda kv: -kv[1])[:3]

@@ -1,4 +1,5 @@
-"""`mtpsim serve-reference`: the reference engine behind an OpenAI-compatible HTTP server."""
+"""`mtpsim serve-reference`: the reference engine behind an OpenAI-compatible HTTP server. The
+checks and the server's options are mtpsim.runs.serve_reference's; this module parses and serves."""
 
 from __future__ import annotations
 
@@ -6,8 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-from mtpsim.errors import UserError
 
 
 def serve_reference(
@@ -55,54 +54,9 @@ def serve_reference(
     from mtpsim.extras import require
 
     require("serve-reference", "reference", "serve")
-    from mtpsim.policies import POLICIES
-    from mtpsim.serve_reference.server import TINY_RANDOM, ServerOptions, serve
-    from mtpsim.spec import experiment_from_dict, load_experiment
+    from mtpsim.runs.serve_reference import options
+    from mtpsim.serve_reference.server import serve
 
-    if policy not in POLICIES:
-        raise UserError(None, "--policy", f"expected one of {', '.join(POLICIES)}, got {policy!r}")
-    if not 0 < port < 65536:
-        raise UserError(None, "--port", f"expected 1..65535, got {port}")
-    if max_num_seqs < 1 or max_model_len < 2:
-        raise UserError(None, "--max-num-seqs" if max_num_seqs < 1 else "--max-model-len",
-                        "expected a positive size")
-    exp = (load_experiment(experiment, set_ or []) if experiment is not None
-           else experiment_from_dict({}, overrides=set_ or []))
-    from mtpsim.runs.real import refuse_plain_decoding
-
-    refuse_plain_decoding(exp, "serve-reference")
-    w = weights if weights is not None else exp.reference.weights
-    from mtpsim.engine import weights as weights_mod
-
-    if w in weights_mod.NAMED:
-        path = weights_mod.NAMED[w]
-        if not path.is_file():
-            raise UserError(path, None, f"the shipped reference weights {w!r} are missing "
-                            f"(present: {', '.join(weights_mod.available()) or 'none'}); pass "
-                            f"--weights PATH or {TINY_RANDOM}")
-    elif w != TINY_RANDOM:
-        from mtpsim.engine.weights import sidecar
-
-        if not Path(w).is_file():
-            raise UserError(None, "--weights", f"expected builtin, small, base, large, {TINY_RANDOM} "
-                            f"or a file, got {w!r}")
-        if not sidecar(Path(w)).is_file():
-            raise UserError(w, None, f"expected its config next to it in {sidecar(Path(w))} "
-                            "(weights are saved as .safetensors + .json)")
-    from mtpsim.serve_reference.limits import check_server_limits
-
-    if w == TINY_RANDOM:
-        config = {"n_layer": 1, "dim": 32, "index_head_dim": 8, "index_topk": 16}
-    else:
-        config = weights_mod.read_meta(weights_mod.resolve(w)).get("config") or {}
-    check_server_limits(config if isinstance(config, dict) else {}, max_model_len, max_num_seqs,
-                        exp.k, exp.speculative.index_topk)
-    from mtpsim.engine.runner import resolve_device
-
-    device = str(resolve_device(exp.reference.device))  # "cuda" with no GPU: a one-line error
-    serve(ServerOptions(policy=policy, port=port, model_name=model_name, weights=w,
-                        num_speculative_tokens=exp.k, index_topk=exp.speculative.index_topk,
-                        max_num_seqs=max_num_seqs,
-                        max_model_len=max_model_len, device=device,
-                        threads=exp.reference.threads, seed=exp.seed,
-                        exit_with_parent=exit_with_parent, quiet=quiet))
+    serve(options(experiment, set_ or [], policy=policy, port=port, weights=weights,
+                  max_model_len=max_model_len, max_num_seqs=max_num_seqs, model_name=model_name,
+                  exit_with_parent=exit_with_parent, quiet=quiet))
