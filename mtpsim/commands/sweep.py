@@ -52,7 +52,7 @@ def sweep(
     uncertainty: Annotated[int | None, typer.Option(
         help="Per point, N draws of the [uncertainty] priors (as simulate --uncertainty): "
         "medians, intervals and the throughput delta's P(> 0) and verdict; --out keeps each "
-        "point's draws. E.g. --uncertainty 32.")] = None,
+        "point's draws; with --cluster the draws run on the cluster. E.g. --uncertainty 32.")] = None,
 ) -> None:
     """Simulate (or, with --engine, run for real) every point of a grid and print one row per
     point and policy.
@@ -65,23 +65,13 @@ def sweep(
     [cyan]mtpsim sweep experiments/reference-cpu.toml --engine reference --repeats 4
     --set speculative.index_topk=32,64 --cluster auto --out runs/ref-grid[/cyan]
     """
-    from mtpsim.errors import UserError
     from mtpsim.report import sweep as report
     from mtpsim.runs import sweep as runs
     from mtpsim.runs.executor import default_workers
 
     sets = list(set_ or [])
     axes, points, out = runs.prepare(experiment, sets, engine=engine, server=server, repeats=repeats,
-                                     cluster=cluster, out=out, plot=plot)
-    if uncertainty is not None:
-        if engine is not None or cluster is not None:
-            raise UserError(None, "--uncertainty", "expected a local simulation sweep (not with "
-                            "--engine or --cluster)")
-        from mtpsim.uncertainty.cli import sweep_uncertainty
-
-        sweep_uncertainty(str(experiment), axes, points, uncertainty, jobs or default_workers(),
-                          out, as_json)
-        return
+                                     cluster=cluster, out=out, plot=plot, uncertainty=uncertainty)
     if engine is None:
         rerun = report.rerun_argv(experiment, sets) + (["-j", str(jobs)] if jobs else [])
     else:
@@ -94,6 +84,13 @@ def sweep(
 
     bar = report.points_bar(err_console, enabled=not as_json)
     with runs.session(cluster) as nodes:
+        if uncertainty is not None:
+            from mtpsim.uncertainty.cli import print_sweep_uncertainty
+
+            records = runs.uncertain(experiment, points, uncertainty, jobs or default_workers(), nodes,
+                                     retries, out)
+            print_sweep_uncertainty(str(experiment), axes, records, uncertainty, as_json)
+            return
         if engine is None:
             run = runs.simulated(experiment, sets, axes, points, out, jobs or default_workers(), nodes,
                                  retries, bar, interrupted)

@@ -38,7 +38,8 @@ class SweepRun:
 
 
 def prepare(experiment: Path, sets: list[str], *, engine: str | None, server: bool, repeats: int,
-            cluster: str | None, out: Path | None, plot: Path | None) -> tuple[list, list, Path | None]:
+            cluster: str | None, out: Path | None, plot: Path | None,
+            uncertainty: int | None = None) -> tuple[list, list, Path | None]:
     """Flags, extras, every point and the output folders checked before anything runs: the axes,
     the points and the --out folder (a real sweep's default when not given)."""
     from mtpsim import sweep as sw
@@ -57,7 +58,14 @@ def prepare(experiment: Path, sets: list[str], *, engine: str | None, server: bo
         require("--cluster", "ray")
     if plot is not None:
         require("--plot", "plots")
+    if uncertainty is not None and engine is not None:
+        raise UserError(None, "--uncertainty", "expected a simulation sweep (not with --engine)")
     axes, points = sw.build_points(str(experiment), sets, check_memory=real is None or real.caps.gpus)
+    if uncertainty is not None:
+        from mtpsim.uncertainty.limits import check_draws, check_simulations
+
+        check_draws(uncertainty, "--uncertainty")
+        check_simulations(uncertainty, len(points), 1, "--uncertainty", "points")
     if engine is not None:  # each real point waits for its arrivals on the wall clock
         from mtpsim.runs.real import check_wall_clock
         from mtpsim.spec import load_experiment
@@ -127,17 +135,33 @@ def _pool(nodes: Any, workers: int = 1, retries: int = 0) -> Any:
     return Pool(workers, None if nodes is None else tuple(nodes), retries)
 
 
+def _require_simulation(nodes: Any) -> None:
+    """Before a simulation's first task: a node holds a one-CPU batch, and simulates."""
+    if nodes is not None:
+        from mtpsim.cluster.connect import require_engine, require_room
+
+        require_room(nodes, 0, 1, "a simulation batch", "--cluster", "CPU")
+        require_engine(nodes, "simulate")
+
+
+def uncertain(experiment: Path, points: list, n: int, jobs: int, nodes: Any, retries: int,
+              out: Path | None) -> list[dict[str, Any]]:
+    """`--uncertainty N` at every point (mtpsim.uncertainty.sweep): each point's draws on `jobs`
+    local workers or on the cluster's `nodes`; with `out`, each point's draws kept there."""
+    from mtpsim.uncertainty.sweep import run_grid
+
+    _require_simulation(nodes)
+    with _on_cluster(nodes):
+        return run_grid(str(experiment), points, n, _pool(nodes, jobs, retries), out)
+
+
 def simulated(experiment: Path, sets: list[str], axes: list, points: list, out: Path | None,
               jobs: int, nodes: Any, retries: int, bar: Bar, interrupted: Interrupted) -> SweepRun:
     """Every point simulated on `jobs` local workers or on the cluster's `nodes`; DIR/sweep.json
     written when `out` is given."""
     from mtpsim import sweep as sw
 
-    if nodes is not None:
-        from mtpsim.cluster.connect import require_engine, require_room
-
-        require_room(nodes, 0, 1, "a simulation batch", "--cluster", "CPU")
-        require_engine(nodes, "simulate")
+    _require_simulation(nodes)
     gen = sw.run_points(str(experiment), points, out, _pool(nodes, jobs, retries))
     records: dict[str, dict[str, Any]] = {}
     t0 = time.perf_counter()

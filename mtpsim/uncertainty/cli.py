@@ -48,19 +48,14 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
         console.print(f"wrote {out / 'uncertainty.json'} (every draw)", highlight=False)
 
 
-def sweep_uncertainty(experiment: str, axes, points, n: int, jobs: int, out: Path | None,
-                      as_json: bool) -> None:
+def print_sweep_uncertainty(experiment: str, axes, records: list, n: int, as_json: bool) -> None:
+    """What `mtpsim sweep --uncertainty N` prints: one row per point and policy, or the JSON."""
     from mtpsim.report import uncertainty as tables
-    from mtpsim.uncertainty.limits import check_draws, check_simulations
-    from mtpsim.uncertainty.sweep import run_grid
 
-    check_draws(n, "--uncertainty")
-    check_simulations(n, len(points), 1, "--uncertainty", "points")
-    records = run_grid(experiment, points, n, jobs, out)
     keys = [a.key for a in axes]
     if as_json:
         typer.echo(dumps({"experiment": experiment, "axes": keys, "draws": n,
-                               "points": [{k: v for k, v in r.items() if k != "run"}
-                                          for r in records]}, indent=2))
+                          "points": [{k: v for k, v in r.items() if k != "run"} for r in records]},
+                         indent=2))
         return
     tables.print_sweep(console, tables.sweep_table(experiment, keys, records, n), len(keys))
