@@ -51,7 +51,8 @@ def main() -> None:
         from mtpsim.uncertainty.advise import advise, load_deployment
 
         dep = load_deployment(ROOT / "experiments" / "advise-deepseek-v3.2-b200.toml")
-        timed(f"advise example ({dep.draws} draws), pool (-j {jobs})", lambda: advise(dep, jobs))
+        timed(f"advise example ({dep.draws} draws doubling to at most {dep.max_draws}), pool (-j {jobs})",
+              lambda: advise(dep, jobs))
 
 
 if __name__ == "__main__":

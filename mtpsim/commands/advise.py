@@ -17,17 +17,18 @@ err_console = StdConsole(stderr=True)
 
 def advise(
     deployment: Annotated[Path, typer.Argument(
-        help="Deployment TOML: [deployment] model, gpu, tp; [workload] context_lengths, "
-        "context_weights, concurrency, output_len, temperature; [advise] k, policies, draws. "
+        help="Deployment TOML: \\[deployment] model, gpu, tp; \\[workload] context_lengths, "
+        "context_weights, concurrency, output_len, temperature; \\[advise] k, policies, draws, "
+        "max_draws. "
         "E.g. experiments/advise-deepseek-v3.2-b200.toml.")],
     jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", min=1, help="Worker processes (default: the usable cores).")] = None,
     draws: Annotated[int | None, typer.Option(
-        help="Parameter draws of the first stage (default: the file's [advise] draws, else 64); "
+        help="Parameter draws of the first stage (default: the file's \\[advise] draws, else 64); "
         "alone, a fixed budget of one stage, e.g. --draws 32 for a quick look.")] = None,
     max_draws: Annotated[int | None, typer.Option(
         help="Stop doubling the draws here even if an interval end's Monte Carlo SE is still "
-        "above [uncertainty] mc_se_target (default: the file's [advise] max_draws, else 512), "
+        "above \\[uncertainty] mc_se_target (default: the file's \\[advise] max_draws, else 256), "
         "e.g. --max-draws 4096.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     point_dir: Annotated[Path, typer.Option(
@@ -44,10 +45,10 @@ def advise(
     robust.
 
     Every (k, context, concurrency) cell runs each policy on the same draws of the spec's
-    \\[uncertainty] priors: randomized quasi-Monte Carlo (16 scrambled Sobol replicates, whose
-    spread gives each interval end's Monte Carlo SE), every draw adjusted at 64 model-discrepancy
-    scores. Draws double until every quoted delta end's MC SE is at most 0.1 points or
-    --max-draws; the MC SE and effective draws are printed beside the share-vs-fresh interval.
+    \\[uncertainty] priors (16 scrambled Sobol replicates; each draw at 64 discrepancy scores).
+
+    Draws double until each quoted delta end's Monte Carlo SE (from the replicates' spread) is at
+    most 0.1 points, or --max-draws; the MC SE and effective draws print beside share vs fresh.
     Example: [cyan]mtpsim advise experiments/advise-deepseek-v3.2-b200.toml[/cyan]
     """
     from mtpsim.fileio import output_dir

@@ -35,7 +35,7 @@ from mtpsim.uncertainty.summary import MC_SE_TARGET, Spread, adjust_many, interv
 from mtpsim.verdict import MC_MARGIN, ROPE_TIMING_PCT
 
 AL = "spec_decode_acceptance_length"
-MAX_ADVISE_DRAWS = 512  # default [advise] max_draws: the stages stop there, target met or not
+MAX_ADVISE_DRAWS = 256  # default [advise] max_draws: the stages stop there, target met or not
 
 if TYPE_CHECKING:
     from mtpsim.runs.executor import Pool
