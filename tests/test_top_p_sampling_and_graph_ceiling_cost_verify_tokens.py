@@ -126,3 +126,21 @@ def test_bad_sampling_settings_are_one_line_and_exit_2(field, value):
     assert p.returncode == 2
     assert "Traceback" not in p.stderr
     assert field in p.stderr + p.stdout
+
+
+def test_hopper_sparse_mla_never_beats_flashmla_published_rate():
+    # compute-bound verify attention (HBM made fast): FlashMLA's 410 TFLOPS (fp8 cache) or 640
+    # TFLOPS (bf16 cache) on Hopper caps what compute_efficiency would give
+    def attention_s(gpu: str, dtype: str, eff: float) -> float:
+        exp = experiment_from_dict({"hardware": {"preset": gpu, "hbm_tbps": 100.0},
+                                    "engine": {"tp": 8, "kv_cache_dtype": dtype},
+                                    "calibration": {"compute_efficiency": eff, "mem_efficiency": 1.0}})
+        return CostModel(exp, "fresh")._attention(61, 2000 * 2048)
+
+    m = experiment_from_dict({}).model
+    flops = 61 * 2000 * 2048 * 2 * 64 * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
+    assert attention_s("h200", "fp8", 0.7) == pytest.approx(flops / 410e12)
+    assert attention_s("h200", "bfloat16", 0.7) == pytest.approx(flops / 640e12)
+    assert attention_s("h200", "fp8", 0.3) == pytest.approx(flops / (989e12 * 0.3))  # below it
+    b200 = experiment_from_dict({"hardware": {"preset": "b200"}}).hardware.bf16_tflops
+    assert attention_s("b200", "fp8", 0.7) == pytest.approx(flops / (b200 * 1e12 * 0.7))

@@ -82,6 +82,14 @@ H100_HBM_TBPS = 3.35
 _ROWS_LOGITS = 1024 * 131072
 TOPP_S_PER_LOGIT = {"sort": 16.312e-3 / _ROWS_LOGITS, "flashinfer": 3.172e-3 / _ROWS_LOGITS,
                     "triton": 13.691e-3 * 0.7 / _ROWS_LOGITS}
+# FlashMLA's sparse MLA kernels at their best on Hopper, as a share of the GPU's dense BF16 peak
+# (README of deepseek-ai/FlashMLA: "410 TFLOPS in compute-bound configuration on H800 SXM5" for
+# the FP8-cache sparse decode kernel, "up to 640 TFlops" for the BF16 sparse kernel that vLLM also
+# runs over a bf16 cache; H800 SXM5's dense BF16 peak is 989 TFLOP/s, as the H100's and H200's).
+# The attention's FLOPs never run faster than that, whatever calibration.compute_efficiency says;
+# Blackwell is left to the efficiency (the README's B200 figure, 350 TFLOPS, is "not really
+# optimized yet", and vLLM 0.33.0 has other sparse MLA backends there).
+FLASHMLA_SM90_SHARE = {"fp8": 410 / 989, "bfloat16": 640 / 989}
 # vLLM 0.33.0's default capture ceiling in tokens (`VllmConfig._set_cudagraph_sizes`, config/vllm.py):
 # min(max_num_seqs x (1 + k) x 2, 512; 1024 on Blackwell), capped at max_num_batched_tokens; uniform
 # decode batches are captured up to it. A step over it runs without CUDA graphs.
@@ -144,6 +152,7 @@ class CostModel:
     _mla: float = field(init=False, repr=False, compare=False)  # MLA cache bytes/token/layer
     _graph_max: int = field(init=False, repr=False, compare=False)  # CUDA-graph ceiling, tokens
     _topp: tuple | None = field(init=False, repr=False, compare=False)  # s/row: sampler, drafts
+    _attn_rate: float = field(init=False, repr=False, compare=False)  # sparse MLA FLOP/s
 
     def __post_init__(self) -> None:
         hw, c = self.exp.hardware, self.exp.calibration
@@ -167,6 +176,7 @@ class CostModel:
         object.__setattr__(self, "_mla", mla_bytes_per_token(self.exp))
         object.__setattr__(self, "_graph_max", cudagraph_max_tokens(self.exp))
         object.__setattr__(self, "_topp", topp_seconds_per_row(self.exp))
+        object.__setattr__(self, "_attn_rate", sparse_mla_rate(self.exp, self._rates["bf16"]))
 
     # ---- derived constants -------------------------------------------------------------------
     def _params(self) -> dict[str, float]:
@@ -358,7 +368,7 @@ class CostModel:
         nbytes = n_layers * keys * self._mla
         flops = n_layers * keys * 2 * self._decode_heads() * (2 * m.kv_lora_rank
                                                               + m.qk_rope_head_dim)
-        return self._roof(nbytes, flops / self._rate("bf16"),
+        return self._roof(nbytes, flops / self._attn_rate,
                           n_layers * KERNELS["attention"]) * (keys > 0)
 
     def _prefill_attention(self, n_layers: int, keys: Num, reads: Num) -> Num:
@@ -383,7 +393,7 @@ class CostModel:
             convert = reads * (self._mla + latent) if self._mla != latent else 0.0 * reads
             nbytes = n_layers * (convert + keys * latent)
         flops = n_layers * keys * padded * per_key
-        return self._roof(nbytes, flops / self._rate("bf16"),
+        return self._roof(nbytes, flops / self._attn_rate,
                           n_layers * KERNELS["attention"]) * (keys > 0)
 
     def _indexer(self, n_layers: int, pairs: Num, reads: Num) -> Num:
@@ -622,6 +632,16 @@ class CostModel:
         if not sizes:
             return {name: np.float64(v) for name, v in out.items()}
         return {name: np.broadcast_to(np.asarray(v, float), sizes[0]) for name, v in out.items()}
+
+
+def sparse_mla_rate(exp: Experiment, bf16_rate: float) -> float:
+    """FLOP/s of the sparse MLA kernels: the BF16 rate the efficiency gives, at most FlashMLA's
+    published best on Hopper for the cache's kernel (FLASHMLA_SM90_SHARE x the BF16 peak)."""
+    name = exp.hardware.name.upper()
+    if not name.startswith("H"):  # H100, H200, H20, H800: SM90
+        return bf16_rate
+    share = FLASHMLA_SM90_SHARE["fp8" if kv_cache_dtype(exp) == "fp8" else "bfloat16"]
+    return min(bf16_rate, exp.hardware.bf16_tflops * 1e12 * share)
 
 
 def cudagraph_max_tokens(exp: Experiment) -> int:
