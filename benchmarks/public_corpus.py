@@ -16,6 +16,7 @@ The split (docs/data/public/split.toml) was committed before any prediction was 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
@@ -262,9 +263,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", "-j", type=int, default=1, help="worker processes per row")
     ap.add_argument("--only", nargs="*", default=None, help="row ids (default: every expressible)")
     ap.add_argument("--out", type=Path, default=None, help="write DIR/public_corpus.json")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None, metavar="DIR",
+                    help="score the rows of earlier --out runs together (runs of --only subsets, "
+                    "e.g. each short enough for a loaded machine) instead of running any")
     a = ap.parse_args(argv)
     os.chdir(ROOT)
     rows, split = load()
+    if a.merge:
+        return merge(a.merge, rows, split, a.out)
     if a.write_experiments:
         for p in write_experiments(rows):
             print(p.relative_to(ROOT))
@@ -300,6 +306,40 @@ def main(argv: list[str] | None = None) -> int:
         atomic_write_json(a.out / "public_corpus.json",
                           {"draws": a.uncertainty, "summary": summary, "k_pairs": pairs,
                            "refused": refused,
+                           "rows": results, "split": {r["id"]: split[r["id"]] for r in results}})
+    return 0
+
+
+def merge(dirs: list[Path], rows: list[dict], split: dict[str, str], out: Path | None) -> int:
+    """One summary over the rows of several runs' public_corpus.json (same draws each; a row
+    in two runs is an error, as are runs with different draws)."""
+    results, refused, draws = [], {}, set()
+    for d in dirs:
+        f = d / "public_corpus.json"
+        try:
+            data = json.loads(f.read_text())
+            draws.add(data["draws"])
+            results += data["rows"]
+            refused.update(data["refused"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"error: {f}: expected a public_corpus.json written by --out ({e})", file=sys.stderr)
+            return 2
+    ids = [r["id"] for r in results]
+    if len(draws) != 1 or len(set(ids)) != len(ids):
+        print("error: --merge: expected runs with the same --uncertainty and no row twice "
+              f"(draws {sorted(draws)}; rows {sorted(i for i in ids if ids.count(i) > 1)} twice)",
+              file=sys.stderr)
+        return 2
+    by_id = {r["id"]: r for r in rows}
+    summary, pairs = aggregate(results, by_id, split), k_pairs(results, by_id)
+    n = draws.pop()
+    print_report(summary, pairs, n)
+    if out is not None:
+        from mtpsim.fileio import atomic_write_json
+
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(out / "public_corpus.json",
+                          {"draws": n, "summary": summary, "k_pairs": pairs, "refused": refused,
                            "rows": results, "split": {r["id"]: split[r["id"]] for r in results}})
     return 0
 
