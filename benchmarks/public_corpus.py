@@ -46,7 +46,8 @@ ONE_API_SERVER_VERSIONS = ("0.13.0", "nightly (Dec 2025)")
 # both first in v0.14.0, January 2026): their engine core schedules and processes outputs
 # between GPU steps, not during them
 SERIAL_HOST_VERSIONS = ("0.13.0", "nightly (Dec 2025)")
-# vLLM versions before the Triton top-k/top-p kernels (PR #33538, February 2026): `apply_top_k_top_p`
+# vLLM versions before the Triton top-k/top-p kernels (PR #33538; PR #32558 still called main's
+# sampler sort-based on 18 January 2026, and 0.14.1 is a patch release of 0.14): `apply_top_k_top_p`
 # sorts every sampled row's whole vocabulary (FlashInfer's sampler was opt-in)
 SORT_SAMPLER_VERSIONS = (*SERIAL_HOST_VERSIONS, "0.14.1")
 # DeepSeek-V3.2's model card recommends temperature 1.0 and top_p 0.95 for local deployment; vLLM
