@@ -82,6 +82,13 @@ def test_simulate_saves_the_fit_and_an_experiment_naming_it_gives_the_same_resul
     (lambda c: c["cost"]["phases"].pop("verify"), "cost.phases.verify"),
     (lambda c: c["cost"]["phases"]["prefill"].update(coef=[1.0]), "cost.phases.prefill.coef"),
     (lambda c: c["acceptance"].update(sigma=-1.0), "acceptance.sigma"),
+    (lambda c: c.update(workload_shift=[0.1]), "workload_shift"),
+    (lambda c: c["workload_shift"].update(decode_sd=-0.1), "workload_shift.decode_sd"),
+    (lambda c: c["workload_shift"].update(prefill_sd="wide"), "workload_shift.prefill_sd"),
+    (lambda c: c["workload_shift"].update(decode_sd=True), "workload_shift.decode_sd"),
+    (lambda c: c["workload_shift"].update(prefill_sd=5.0), "workload_shift.prefill_sd"),
+    (lambda c: c["workload_shift"].update(source="guessed"), "workload_shift.source"),
+    (lambda c: c["workload_shift"].update(kinds={"a": {"decode": -1}}), "workload_shift.kinds"),
 ])
 def test_a_bad_calibration_file_is_one_line_naming_file_and_field(tmp_path, fitted, mutate, field):
     obj = fitted.to_json()

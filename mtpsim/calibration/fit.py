@@ -25,6 +25,7 @@ Every fit reports R^2 and residuals.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import math
 from collections.abc import Sequence
@@ -496,9 +497,12 @@ def fit_cost(traces: Sequence[Trace]) -> CostFit:
 
 
 def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = ()) -> Calibration:
-    """Fit every model to the traces; `sources` names them in the file."""
+    """Fit every model to the traces, and measure the step cost's workload-shift error by leaving
+    each workload kind out (mtpsim.calibration.shift); `sources` names the traces in the file."""
     if not traces:
         raise CalibrationError(None, "--trace", "expected at least one trace")
+    from mtpsim.calibration.shift import trace_kind
+
     engines = {tr.engine for tr in traces}
     ctx = [r.context_len for tr in traces for st in tr.steps for r in st.requests]
     batch = [st.num_reqs for tr in traces for st in tr.steps if st.num_reqs]
@@ -509,9 +513,10 @@ def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = ()) -> Calibrat
                      "index_topk": tr.index_topk, "steps": len(tr.steps),
                      "requests": len({r.id for st in tr.steps for r in st.requests}),
                      "device": tr.meta.device, "threads": tr.meta.threads,
-                     "weights": portable(tr.meta.weights), "experiment": portable(tr.meta.experiment)})
+                     "weights": portable(tr.meta.weights), "experiment": portable(tr.meta.experiment),
+                     "kind": trace_kind(tr)})
     overlap = fit_overlap(traces)
-    return Calibration(
+    cal = Calibration(
         engine=",".join(sorted(engines)), sources=srcs, acceptance=fit_acceptance(traces, overlap),
         overlap=overlap, cost=fit_cost(traces),
         ranges={"context_len": [float(min(ctx, default=0)), float(max(ctx, default=0))],
@@ -519,3 +524,6 @@ def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = ()) -> Calibrat
                 "k": sorted({float(tr.num_speculative_tokens) for tr in traces}),
                 "index_topk": sorted({float(tr.index_topk) for tr in traces})},
         created=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    from mtpsim.calibration.shift import measure  # it refits the cost with this module's fit_cost
+
+    return dataclasses.replace(cal, workload_shift=measure(cal, traces))

@@ -8,7 +8,9 @@
      "overlap": {"policies": {"share": [[u0, u1], ...]}, "report": {...}},
      "cost": {"gap_s": 8e-05, "phases": {"verify": {"features": [...], "coef": [...],
               "r2": 0.97, "rmse_s": 0.001, "n": 900}, ...}, "report": {...}},
-     "ranges": {"context_len": [300, 1500], "num_reqs": [1, 8], "k": [4], "index_topk": [64]}}
+     "ranges": {"context_len": [300, 1500], "num_reqs": [1, 8], "k": [4], "index_topk": [64]},
+     "workload_shift": {"decode_sd": 0.12, "prefill_sd": 0.06, "source": "leave-one-kind-out",
+                        "note": "...", "kinds": {"calibrate-stream": {"decode": 0.93, ...}, ...}}}
 
 Models (mtpsim.models): conditional acceptance at draft position i and context L is
 `sigmoid(b0_i + b1_i * ln(L / context_ref) + u) * (1 - (1 - o_i) ** kappa)`, u ~ N(0, sigma) per
@@ -20,6 +22,8 @@ files fitted before it lack it) in place of `kappa`, and with `"kappa_lk"` `kapp
 listed under `acceptance.policies` use their own [b0, b1] instead. Overlap at draft step s >= 1:
 agreement beyond chance `c = sigmoid(u0_s + u1_s * ln(L / K))`, fed through the formulas of
 mtpsim.models.overlap. Step cost: each phase is `coef . features` (seconds), plus `gap_s` per step.
+`workload_shift` (optional; mtpsim.calibration.shift): the step cost's log error on a workload
+kind the fit did not see, measured by leaving each kind out, or a stated prior; absent = the prior.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mtpsim import __version__
+from mtpsim.calibration.shift import PRIOR, WorkloadShift, shift_from_json
 from mtpsim.errors import UserError
 from mtpsim.fileio import atomic_write_json, finite_json
 from mtpsim.inputs import MiB, loads_json, read_text
@@ -104,7 +109,17 @@ class Calibration:
     mtpsim_version: str = __version__
     machine: dict[str, Any] = field(default_factory=dict)  # where the traces ran (CPU/GPU, threads)
     bootstrap: list[dict[str, Any]] = field(default_factory=list)  # refits: mtpsim.uncertainty
+    workload_shift: WorkloadShift | None = None  # None: a file fitted before the term
     path: str = "<memory>"  # where it was read from (not written)
+
+    @property
+    def shift(self) -> WorkloadShift:
+        """The workload-shift SDs --uncertainty draws with: the file's, else the prior."""
+        if self.workload_shift is not None:
+            return self.workload_shift
+        return WorkloadShift(PRIOR.decode_sd, PRIOR.prefill_sd, PRIOR.source,
+                             f"{self.path} records no workload-shift measurement (fitted before "
+                             f"the term); {PRIOR.note}")
 
     @property
     def policies(self) -> set[str]:
@@ -263,7 +278,8 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
         ranges={str(k): list(v) for k, v in ranges.items() if isinstance(v, list)},
         created=str(obj.get("created", "")), mtpsim_version=str(obj.get("mtpsim_version", "?")),
         machine=dict(obj.get("machine") or {}) if isinstance(obj.get("machine"), dict) else {},
-        bootstrap=_bootstrap(rd, obj.get("bootstrap")), path=str(source))
+        bootstrap=_bootstrap(rd, obj.get("bootstrap")),
+        workload_shift=shift_from_json(obj.get("workload_shift"), rd.fail), path=str(source))
 
 
 def _bootstrap(rd: _Reader, v: Any) -> list[dict[str, Any]]:

@@ -3,9 +3,12 @@
 A draw is a set of values for the drawn parameters (mtpsim.uncertainty.priors), applied to the
 validated spec as `--set section.key=value` would be (`overrides`), plus phase scales for costs
 the spec has no field for, a seed (so the simulator's own sampling noise is part of the spread),
-an optional bootstrap refit of a `[calibration] file`, and normal scores of the
-model-discrepancy term. Within a draw every policy sees the same requests and uniforms (the
-simulator's common random numbers), so a policy delta is never sampling noise between policies.
+an optional bootstrap refit of a `[calibration] file`, normal scores of the model-discrepancy
+term, and, with a `[calibration] file`, the normal score of its workload-shift factor: every step
+cost of every policy is multiplied by exp(SD x score), the SD the file's (decode-only and prefill
+steps apart; mtpsim.calibration.shift), so levels widen and deltas barely move. Within a draw
+every policy sees the same requests and uniforms (the simulator's common random numbers), so a
+policy delta is never sampling noise between policies.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class Draw:
     unit: dict[str, float]  # parameter -> its quantile in (0, 1) (for sensitivity)
     z: dict[str, float]  # Z_NAMES -> standard normal score
     replicate: int | None = None  # index into the calibration's bootstrap refits
+    shift: float | None = None  # normal score of the workload-shift factor (None: not drawn)
 
     def overrides(self) -> list[str]:
         """The draw as `--set` texts (phase scales have no spec field: shown as scale:PHASE)."""
@@ -90,14 +94,16 @@ def sobol(n: int, d: int, seed: int) -> np.ndarray:
 
 
 def plan(exp: Experiment, n: int, replicates: int = 0, seed_offset: int = 0,
-         unit: np.ndarray | None = None) -> list[Draw]:
-    """`n` draws from the priors (or from the given unit-cube points `unit`)."""
+         unit: np.ndarray | None = None, shift: bool = False) -> list[Draw]:
+    """`n` draws from the priors (or from the given unit-cube points `unit`); `shift`: each
+    also draws the workload-shift score (one more Sobol coordinate, the last)."""
     from scipy.special import ndtri
 
     priors = drawn_priors(exp)
     names = list(priors)
     d = len(names) + len(Z_NAMES)
-    u = sobol(n, d, exp.seed + 7919 * seed_offset) if unit is None else unit
+    u = sobol(n, d + shift, exp.seed + 7919 * seed_offset) if unit is None else unit
+    shift = shift and u.shape[1] > d
     rng = np.random.default_rng(exp.seed + 104729 + seed_offset)
     reps = rng.permutation(np.arange(n) % replicates) if replicates else None
     draws = []
@@ -109,7 +115,8 @@ def plan(exp: Experiment, n: int, replicates: int = 0, seed_offset: int = 0,
         z = {zn: float(ndtri(u[i, len(names) + j])) for j, zn in enumerate(Z_NAMES)}
         draws.append(Draw(i, exp.seed + seed_offset * 100003 + i, values,
                           {nm: float(u[i, j]) for j, nm in enumerate(names)}, z,
-                          None if reps is None else int(reps[i])))
+                          None if reps is None else int(reps[i]),
+                          float(ndtri(u[i, d])) if shift else None))
     return draws
 
 
@@ -155,6 +162,28 @@ class ScaledCost:
         return {p: (v * self.factors[p] if p in self.factors else v) for p, v in out.items()}
 
 
+class ShiftedCost:
+    """A step-cost model whose steps cost `decode` times as much, or `prefill` times for a step
+    with a prefill (the workload-shift factor of one draw)."""
+
+    def __init__(self, base: Any, decode: float, prefill: float) -> None:
+        self.base, self.decode, self.prefill = base, decode, prefill
+
+    def step(self, shape: Any) -> dict[str, np.ndarray]:
+        from mtpsim.calibration.shift import is_prefill
+
+        f = np.where(is_prefill(shape.prefill_tokens), self.prefill, self.decode)
+        return {p: v * f for p, v in self.base.step(shape).items()}
+
+
+def shift_factors(calibration: Any, draw: Draw) -> tuple[float, float] | None:
+    """(decode, prefill) step-cost factors of the draw, None where nothing is drawn."""
+    if calibration is None or draw.shift is None:
+        return None
+    s = calibration.shift
+    return float(np.exp(s.decode_sd * draw.shift)), float(np.exp(s.prefill_sd * draw.shift))
+
+
 def replicate_calibration(cal: Any, index: int | None) -> Any:
     """The calibration with bootstrap refit `index` in place of its own fit (None: as is)."""
     if cal is None or index is None or not cal.bootstrap:
@@ -164,13 +193,19 @@ def replicate_calibration(cal: Any, index: int | None) -> Any:
     return calibration_from_json({**cal.to_json(), **cal.bootstrap[index]}, cal.path)
 
 
-def scaled(factors: dict[str, float]) -> Callable[[Any], None]:
-    """A simulator adjustment that scales its step costs by `factors`."""
+def scaled(factors: dict[str, float], shift: tuple[float, float] | None = None
+           ) -> Callable[[Any], None]:
+    """A simulator adjustment that scales its step costs by `factors` (per phase) and `shift`
+    ((decode, prefill): per step type)."""
+
+    def wrap(cost: Any) -> Any:
+        cost = ScaledCost(cost, factors) if factors else cost
+        return ShiftedCost(cost, *shift) if shift is not None else cost
 
     def adjust(sim: Any) -> None:
-        sim.cost = ScaledCost(sim.cost, factors)
+        sim.cost = wrap(sim.cost)
         if sim.fresh_cost is not None:
-            sim.fresh_cost = ScaledCost(sim.fresh_cost, factors)
+            sim.fresh_cost = wrap(sim.fresh_cost)
 
     return adjust
 
@@ -181,11 +216,12 @@ def run_draw(exp: Experiment, draw: Draw, calibration: Any = None) -> dict[str, 
 
     e = with_draw(exp, draw)
     cal = replicate_calibration(calibration, draw.replicate)
-    factors = scales(draw)
+    factors, shift = scales(draw), shift_factors(calibration, draw)
+    adjust = scaled(factors, shift) if factors or shift else None  # one factor for every policy
     out: dict[str, dict[str, float]] = {}
     for j, policy in enumerate(e.policies):
         e_p = e if e.uncertainty.paired else dataclasses.replace(e, seed=e.seed + 1_000_003 * j)
-        res = simulate(e_p, policy, None, cal, records=False, adjust=scaled(factors) if factors else None)
+        res = simulate(e_p, policy, None, cal, records=False, adjust=adjust)
         out[policy] = {k: float(res.metrics[k]) for k in BENCH_METRICS}
         if res.extra.expected_acceptance_length is not None:
             out[policy][EXPECTED_AL] = float(res.extra.expected_acceptance_length)

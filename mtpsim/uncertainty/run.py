@@ -49,6 +49,7 @@ class UncertaintyRun:
     wall_s: float = 0.0
     jobs: int = 1  # jobs that ran at once (local workers, or the Ray cluster's CPUs)
     design: adaptive.Design | None = None  # the adaptive stages after the prior draws, if any
+    calibration: Any = None  # the [calibration] file the draws used, if any
     _summaries: dict[tuple, dict[str, dict]] = field(default_factory=dict, repr=False)
 
     @property
@@ -109,6 +110,8 @@ class UncertaintyRun:
                 inputs[z] = col
         if self.replicates:
             inputs["calibration refit"] = np.array([d.replicate for d in draws], float)
+        if draws and draws[0].shift is not None:
+            inputs["workload shift"] = np.array([d.shift for d in draws], float)
         return sens.table(inputs, y)
 
     def _z_active(self, z: str) -> bool:
@@ -167,6 +170,14 @@ class UncertaintyRun:
                 if len(stages) > 1 else "prior draws", "stages": stages,
                 "mc_se_target": u.mc_se_target, "max_draws": u.max_draws}
 
+    def shift_json(self) -> dict[str, Any] | None:
+        """The workload-shift term the draws carried (None: not drawn)."""
+        if not self.draws or self.draws[0].shift is None or self.calibration is None:
+            return None
+        s = self.calibration.shift
+        return {"decode_sd": s.decode_sd, "prefill_sd": s.prefill_sd, "source": s.source,
+                "note": s.note, "kinds": s.kinds}
+
     def to_json(self) -> dict[str, Any]:
         def summ(s: dict) -> dict:
             return {kind: {p: {m: iv.to_json() for m, iv in d.items()} for p, d in s[kind].items()}
@@ -185,6 +196,7 @@ class UncertaintyRun:
             "discrepancy_sd": {"time": self.spread.time, "accept": self.spread.accept,
                                "effect": self.spread.effect,
                                "effect_accept": self.spread.effect_accept},
+            "workload_shift": self.shift_json(),
             "noise_model": None if self.noise is None else self.noise.describe(),
             "summary": {name: summ(self.summary(name)) for name in [PRIOR, *self.weights]},
             "effective_draws": {name: post.ess(w) for name, w in self.weights.items()},
@@ -196,7 +208,7 @@ class UncertaintyRun:
             "notes": self.notes,
             "noise_sensitivity": self.noise_sensitivity(),
             "draws": [{"index": d.index, "seed": d.seed, "overrides": d.overrides(),
-                       "z": d.z, "replicate": d.replicate,
+                       "z": d.z, "replicate": d.replicate, "shift_score": d.shift,
                        "simulated": self.raw[i], "with_discrepancy": self.values[i],
                        "conditioned": {n: v[i] for n, v in self.conditioned.items()},
                        "weights": {n: float(w[i]) for n, w in self.weights.items()}}
@@ -229,12 +241,15 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int | Poo
                        fitted_acceptance=cal is not None)
     reps = len(cal.bootstrap) if cal is not None else 0
     run = UncertaintyRun(experiment, exp, [], [], [], n, dom, ext, spread, cal is not None, reps,
-                         jobs=as_pool(jobs).size)
+                         jobs=as_pool(jobs).size, calibration=cal)
     if cal is not None and not reps:
         run.notes.append(f"{cal.path} holds no bootstrap refits: the intervals carry the "
                          "discrepancy term and the simulator's sampling only (refit with "
                          "--save-calibration F --bootstrap 32)")
-    _run_stage(run, plan(exp, n, replicates=reps), cal, jobs, progress, n)
+    if cal is not None:
+        run.notes.append(f"workload shift: {cal.shift.describe()}")
+    _run_stage(run, plan(exp, n, replicates=reps, shift=cal is not None and cal.shift.active), cal,
+               jobs, progress, n)
     rows = _rows(exp)
     changed = setup_overrides(list(overrides))
     if rows and cal is None:

@@ -23,7 +23,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "sharing-off row": ("mem_efficiency", "compute_efficiency", "comm_efficiency",
                         "overhead_ms", "eager_overhead_ms", "moe_imbalance"),
     "real run at this configuration": ("z_time", "z_time_policy", "z_accept", "z_accept_policy",
-                                       "calibration refit"),
+                                       "calibration refit", "workload shift"),
 }
 
 
