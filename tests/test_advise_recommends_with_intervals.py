@@ -117,6 +117,11 @@ def test_a_robust_gain_is_recommended_with_its_numbers(monkeypatch, tmp_path):
     assert "cannot tell:" not in out
     js = json.loads(_advise_with(monkeypatch, tmp_path, lambda u: 2.0 + u, "--json"))
     assert js["recommendation"]["robust"] and js["cannot_tell"] is None
+    # every quoted delta has its MC SE; the baseline's gain (0 by definition) is not quoted
+    sampler = js["sampler"]
+    assert "k=2 fresh gain" not in sampler["mc_se"] and "k=2 share vs fresh" in sampler["mc_se"]
+    assert set(sampler["not_met"]) == {k for k, v in sampler["mc_se"].items() if not v <= 0.1}
+    assert sampler["replicates"] == 4 and sampler["stages"] == [16]
 
 
 def test_cannot_tell_says_why_and_prints_the_command_that_decides(monkeypatch, tmp_path):

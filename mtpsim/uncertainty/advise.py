@@ -316,6 +316,8 @@ class Advice:
                 row["gain_vs_no_mtp_pct"] = self.no_mtp_interval(k, p, prob)
             if k > 0 and p != "fresh":
                 row["vs_fresh_same_k"] = self.share_interval(k, prob)
+            if (k, p) == (self.best_fresh(), "fresh"):
+                row["baseline"] = True  # its gain is 0 by definition: printed "baseline"
             out.append(row)
         return out
 
@@ -349,7 +351,7 @@ def quoted(rows: list[dict[str, Any]]) -> dict[str, Interval]:
     names = {"gain_pct": "{p} gain", "gain_vs_no_mtp_pct": "{p} vs no MTP",
              "vs_fresh_same_k": "{p} vs fresh"}
     return {f"k={r['k']} " + label.format(p=r["policy"]): r[key] for r in rows
-            for key, label in names.items() if key in r}
+            for key, label in names.items() if key in r and not (key == "gain_pct" and r.get("baseline"))}
 
 
 def missed(rows: list[dict[str, Any]], target: float) -> list[tuple[str, float]]:
