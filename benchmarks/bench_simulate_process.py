@@ -8,6 +8,7 @@ machine wall time is noisy: compare the ratios within one run, and read CPU time
 an idle machine.
 
     python benchmarks/bench_simulate_process.py [--repeat 12] [--skip-scaling] [--baseline DIR]
+                                                [--instructions] [--installed PYTHON]
 
 `--baseline DIR` also times `mtpsim simulate` from another checkout (e.g. an older commit,
 `git archive COMMIT | tar -x -C DIR`), interleaved with this one, for a side-by-side ratio.
@@ -18,6 +19,15 @@ cached" run with Python's default instead (bytecode written once, here to a temp
 PYTHONPYCACHEPREFIX, as a pip-installed mtpsim has it from its install), after one warm-up run.
 The other rows write to /dev/null; "to a terminal" writes to a pseudo-terminal, where the
 tables are rich's, in colour (80 columns).
+
+`--instructions` also counts the instructions of one `mtpsim simulate` (valgrind's callgrind),
+as this machine runs it and with bytecode cached, here and in DIR: a figure the machine's load
+does not move (CPU seconds on a loaded 2-core VM grow with the load), deterministic but for
+small differences between runs (the hash seed is fixed).
+
+`--installed PYTHON` also times `PYTHON -m mtpsim simulate` where PYTHON's environment has
+mtpsim installed without -e (`pip install .` compiles the bytecode as it installs, whether
+PYTHONDONTWRITEBYTECODE is set or not), from a folder that holds only the experiment files.
 """
 
 from __future__ import annotations
@@ -25,7 +35,9 @@ from __future__ import annotations
 import argparse
 import os
 import pty
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -81,9 +93,26 @@ def _env(root: Path, pycache: Path | None = None) -> dict[str, str]:
     return env
 
 
-def process_table(repeat: int, baseline: Path | None, tmp: Path) -> None:
+def installed_case(python: str, tmp: Path) -> tuple[list[str], Path, dict[str, str]]:
+    """`python -m mtpsim simulate` of an installed mtpsim: run where no mtpsim/ folder is on the
+    path (only the experiment files and the uncertainty summary its headline quotes)."""
+    run = tmp / "installed"
+    if not run.exists():
+        shutil.copytree(ROOT / "experiments", run / "experiments")
+        shutil.copytree(ROOT / "docs/data/pr47352-uncertainty", run / "docs/data/pr47352-uncertainty")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    where = subprocess.run([python, "-c", "import mtpsim; print(mtpsim.__file__)"], cwd=run, env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    print(f"installed mtpsim: {where}")
+    return [python, "-m", "mtpsim", "simulate", EXP], run, env
+
+
+def process_table(repeat: int, baseline: Path | None, tmp: Path, installed: str | None = None) -> None:
     sim = COMMANDS[f"mtpsim simulate {EXP}"]
     cases = {name: (cmd, ROOT, _env(ROOT), False) for name, cmd in COMMANDS.items()}
+    if installed is not None:
+        cmd, run, env = installed_case(installed, tmp)
+        cases[f"mtpsim simulate {EXP}, installed (no -e)"] = (cmd, run, env, False)
     cases[f"mtpsim simulate {EXP}, bytecode cached"] = (sim, ROOT, _env(ROOT, tmp / "this"), False)
     cases[f"mtpsim simulate {EXP}, to a terminal"] = (sim, ROOT, _env(ROOT), True)
     if baseline is not None:
@@ -108,6 +137,39 @@ def process_table(repeat: int, baseline: Path | None, tmp: Path) -> None:
         wall, cpu = statistics.median(w for w, _ in r), statistics.median(c for _, c in r)
         print(f"{name:<66} {wall:>7.3f} {cpu:>7.3f} {min(c for _, c in r):>8.3f} "
               f"{wall / base_wall:>14.1f}", flush=True)
+
+
+def instruction_table(baseline: Path | None, tmp: Path, installed: str | None = None) -> None:
+    """Instructions of one `mtpsim simulate` per checkout, bytecode compiled on the run (as this
+    machine runs it) and cached (after a warm-up run that writes it); and of the installed one."""
+    if shutil.which("valgrind") is None:
+        print("\nvalgrind not found: no instruction counts")
+        return
+    sim = COMMANDS[f"mtpsim simulate {EXP}"]
+    roots = {"this": ROOT, **({} if baseline is None else {"baseline": baseline.resolve()})}
+    counts: dict[tuple[str, bool], int] = {}
+    for label, root in roots.items():
+        for cached in (False, True):
+            env = {**_env(root, tmp / f"ir-{label}" if cached else None), "PYTHONHASHSEED": "0"}
+            if cached:
+                timed(sim, env, root)  # writes the bytecode
+            out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *sim],
+                                 cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 text=True, check=True)
+            counts[label, cached] = int(re.findall(r"Collected : (\d+)", out.stderr)[-1])
+    if installed is not None:
+        cmd, run, env = installed_case(installed, tmp)
+        out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+                             cwd=run, env={**env, "PYTHONHASHSEED": "0"}, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, check=True)
+        counts["installed", True] = int(re.findall(r"Collected : (\d+)", out.stderr)[-1])
+    print(f"\ninstructions of one `mtpsim simulate {EXP}` (valgrind --tool=callgrind, PYTHONHASHSEED=0)")
+    print(f"{'checkout':<10} {'bytecode':<18} {'instructions':>14} {'/ baseline':>11}")
+    for (label, cached), n in counts.items():
+        base = counts.get(("baseline", cached))
+        ratio = f"{n / base:>11.3f}" if base else f"{'':>11}"
+        kind = "from pip install" if label == "installed" else "cached" if cached else "compiled each run"
+        print(f"{label:<10} {kind:<18} {n:>14,} {ratio}")
 
 
 def scaling_table(repeat: int) -> None:
@@ -141,9 +203,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=12)
     ap.add_argument("--skip-scaling", action="store_true")
     ap.add_argument("--baseline", type=Path, help="another checkout to time side by side")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count one simulate's instructions under valgrind (load-independent)")
+    ap.add_argument("--installed", metavar="PYTHON",
+                    help="also time PYTHON -m mtpsim simulate, mtpsim installed there without -e")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-pycache-") as tmp:
-        process_table(args.repeat, args.baseline, Path(tmp))
+        process_table(args.repeat, args.baseline, Path(tmp), args.installed)
+        if args.instructions:
+            instruction_table(args.baseline, Path(tmp), args.installed)
     if not args.skip_scaling:
         scaling_table(max(1, args.repeat // 2))
 
