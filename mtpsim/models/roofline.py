@@ -71,17 +71,18 @@ FP8_DECODE_HEADS = (64, 128)
 # tokens, 64 above; `moe_align_block_size` pads every expert's token count to it). The padded
 # rows are multiplied: with a few rows per expert the experts' FLOPs are those of whole tiles.
 MOE_BLOCK_M_SMALL, MOE_BLOCK_M, MOE_SMALL_BATCH = 16, 64, 64
-# Top-p / top-k masking of one sampled row, seconds per logit on an H100 (HBM 3.35 TB/s), from the
-# table of vLLM PR #33538 (1,024 rows x 131,072 logits, every row top-p; H100 as in its
-# predecessor PR #25824): PyTorch's sort 16.312 ms, FlashInfer 3.172 ms, the Triton kernel 13.691
-# ms, whose top-p path PR #42191 then made 25-40 % faster (x 0.7 assumed). Other GPUs: scaled by
+# Top-p / top-k masking of one sampled row, seconds per logit on an H100 (HBM 3.35 TB/s). PyTorch's
+# sort: 16.312 ms for 1,024 rows x 131,072 logits, every row top-p, in vLLM PR #33538's table (H100
+# as in its predecessor PR #25824). The kernels relative to the sort on one GPU, from PR #40376's
+# table (512 rows x 131,072, every row top-p: sort 6.150 ms, Triton 2.013, FlashInfer 0.372), the
+# Triton top-p path then made 25-40 % faster by PR #42191 (x 0.7 assumed). Other GPUs: scaled by
 # HBM bandwidth. `engine.sampler` "sort" (vLLM <= 0.14, `apply_top_k_top_p` sorts every row) pays
 # the sort on every sampled row; "kernels" (0.33.0) FlashInfer on the sampler's rows and Triton
 # on the rejection sampler's draft rows (`apply_sampling_constraints`, v1/sample/rejection_sampler.py).
 H100_HBM_TBPS = 3.35
-_ROWS_LOGITS = 1024 * 131072
-TOPP_S_PER_LOGIT = {"sort": 16.312e-3 / _ROWS_LOGITS, "flashinfer": 3.172e-3 / _ROWS_LOGITS,
-                    "triton": 13.691e-3 * 0.7 / _ROWS_LOGITS}
+_SORT = 16.312e-3 / (1024 * 131072)
+TOPP_S_PER_LOGIT = {"sort": _SORT, "flashinfer": _SORT * 0.372 / 6.150,
+                    "triton": _SORT * 2.013 / 6.150 * 0.7}
 # FlashMLA's sparse MLA kernels at their best on Hopper, as a share of the GPU's dense BF16 peak
 # (README of deepseek-ai/FlashMLA: "410 TFLOPS in compute-bound configuration on H800 SXM5" for
 # the FP8-cache sparse decode kernel, "up to 640 TFlops" for the BF16 sparse kernel that vLLM also
