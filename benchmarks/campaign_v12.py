@@ -112,27 +112,28 @@ def fit(out: Path) -> bool:
                                     str(cal), "--bootstrap", str(BOOTSTRAP), "--json"], time.time() + 3600)
 
 
-def predict_all(out: Path, names: list[str]) -> None:
-    """Every prediction from the calibration and the specs alone, their hashes logged, before scoring."""
+def predict_all(out: Path, names: list[str], exp: Path = EXP) -> None:
+    """Every prediction from the calibration and the specs alone, their hashes logged, before scoring
+    (`exp`: the specs' folder, for v13's driver)."""
     from mtpsim.fileio import atomic_write_json
 
     digests = {}
     for name in names:
-        v11.predict(out, name, EXP)
+        v11.predict(out, name, exp)
         digests[name] = hashlib.sha256((out / "predictions" / f"{name}.json").read_bytes()).hexdigest()
     atomic_write_json(out / "predictions" / "manifest.json", {"sha256": digests})
     _log(out, f"predictions written: {json.dumps(digests)}")
 
 
-def score(out: Path) -> dict:
+def score(out: Path, configs: tuple[str, ...] = CONFIGS) -> dict:
     from mtpsim.fileio import atomic_write_json
     from mtpsim.uncertainty.scoring import report
 
-    ran = tuple(n for n in CONFIGS if (out / "predictions" / f"{n}.json").is_file())
+    ran = tuple(n for n in configs if (out / "predictions" / f"{n}.json").is_file())
     values = v11.scored_values(out, ran)
     rep = report(values)
     rep["configs_scored"] = sorted({v.config for v in values})
-    rep["configs_not_run"] = [n for n in CONFIGS if n not in ran]
+    rep["configs_not_run"] = [n for n in configs if n not in ran]
     rep["verdict"] = v11.judge(rep, values)
     rep["above_median_by_metric"] = {
         m: statistics.fmean(v.real > v.median for v in vs) if vs else None
