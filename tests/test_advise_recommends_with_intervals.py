@@ -191,3 +191,34 @@ def test_the_k_sentence_names_the_next_best_k_the_table_ranks_second(tmp_path):
     legend = next(v for v in out["verdict"] if v.startswith("how to read:"))
     for term in ("interval", "median", "gain", "P(gain>0)", "P(>+R)", "octaves"):
         assert term in legend
+
+
+STAGED = DEP.replace("k = [1, 3]", "k = [2]").replace("max_draws = 4", "max_draws = 64").replace(
+    "draws = 4", "draws = 16").replace("context_lengths = [1024, 4096]", "context_lengths = [1024]").replace(
+    "context_weights = [0.5, 0.5]", "context_weights = [1.0]")
+
+
+@pytest.mark.parametrize("target, stages", [(100.0, [16]), (1e-6, [16, 32, 64])])
+def test_draws_double_until_the_mc_se_target_or_the_cap(tmp_path, target, stages):
+    """16 replicates of 1 draw first; each stage doubles every replicate, keeps the draws made so
+    far, and stops once every quoted delta end's MC SE is at most the target, else at the cap."""
+    p = tmp_path / "dep.toml"
+    p.write_text(STAGED + f"[uncertainty]\nmc_se_target = {target}\n")
+    adv = advise(load_deployment(p))
+    assert adv.stages == stages and len(adv.draws) == stages[-1] == len(adv.replicate)
+    assert len(adv.stage_se) == len(stages) and (adv.stage_se[-1] <= target) == (target > 1)
+    assert sorted(set(adv.replicate.tolist())) == list(range(16))
+    assert len({d.seed for d in adv.draws}) == len(adv.draws)  # every draw its own simulation seed
+    first = advise(load_deployment(p))  # the same file, the same draws: a run is reproducible
+    assert np.array_equal(first.share_vs_fresh(2), adv.share_vs_fresh(2))
+
+
+def test_a_later_stage_keeps_the_earlier_draws(tmp_path):
+    p = tmp_path / "dep.toml"
+    p.write_text(STAGED.replace("max_draws = 64", "max_draws = 32") + "[uncertainty]\nmc_se_target = 1e-6\n")
+    two = advise(load_deployment(p))
+    p.write_text(STAGED.replace("max_draws = 64", "max_draws = 16"))
+    one = advise(load_deployment(p))
+    assert two.stages == [16, 32] and one.stages == [16]
+    assert [d.values for d in two.draws[:16]] == [d.values for d in one.draws]
+    assert np.array_equal(two.share_vs_fresh(2)[:16], one.share_vs_fresh(2))

@@ -144,7 +144,8 @@ def sampler_json(adv: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
     reps = 0 if adv.replicate is None else len(set(adv.replicate.tolist()))
     return {"method": "randomized QMC (scrambled Sobol replicates) x conditional Monte Carlo over "
             "the discrepancy scores", "replicates": reps, "inner_scores": INNER,
-            "stages": adv.stages, "max_draws": adv.cap, "mc_se_target": adv.target,
+            "stages": adv.stages, "stage_worst_mc_se": adv.stage_se, "max_draws": adv.cap,
+            "mc_se_target": adv.target,
             "not_met": dict(missed(rows, adv.target)),
             "mc_se": {k: iv.mc_se for k, iv in quoted(rows).items()},
             "effective_draws": {k: iv.eff_draws for k, iv in quoted(rows).items()}}

@@ -212,6 +212,7 @@ class Advice:
     wall_s: float = 0.0
     replicate: np.ndarray | None = None  # [draws] each draw's RQMC replicate (None: one design)
     stages: list[int] = field(default_factory=list)  # draws after each stage
+    stage_se: list[float] = field(default_factory=list)  # the largest quoted MC SE after each
     target: float = MC_SE_TARGET  # the MC SE the quoted delta ends are drawn to
     cap: int = 0  # the most draws the stages may reach
     _cache: dict = field(default_factory=dict, repr=False)
@@ -430,6 +431,7 @@ def advise(dep: Deployment, jobs: int | Pool = 1, progress: Callable[[int, int],
         adv._cache.clear()
         have = per
         se = worst_se(adv.rows(prob))
+        adv.stage_se.append(se)
         if not (se > target) or 2 * per > cap_per:  # met (or no SE), or the cap
             break
         per *= 2
