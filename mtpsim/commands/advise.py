@@ -24,12 +24,13 @@ def advise(
     jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", min=1, help="Worker processes (default: the usable cores).")] = None,
     draws: Annotated[int | None, typer.Option(
-        help="Parameter draws of the first stage (default: the file's \\[advise] draws, else 64); "
-        "alone, a fixed budget of one stage, e.g. --draws 32 for a quick look.")] = None,
+        help="Parameter draws of the first stage (default: the file's \\[advise] draws, else 64; "
+        "rounded up to 16 replicates x a power of two); alone, a fixed budget of one stage, e.g. "
+        "--draws 32 for a quick look.")] = None,
     max_draws: Annotated[int | None, typer.Option(
         help="Stop doubling the draws here even if an interval end's Monte Carlo SE is still "
         "above \\[uncertainty] mc_se_target (default: the file's \\[advise] max_draws, else 256), "
-        "e.g. --max-draws 4096.")] = None,
+        "e.g. --max-draws 1024.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     point_dir: Annotated[Path, typer.Option(
         help="Where a 'cannot tell' verdict writes the experiment file of the measurement that "

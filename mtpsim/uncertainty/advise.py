@@ -398,8 +398,8 @@ def advise(dep: Deployment, jobs: int | Pool = 1, progress: Callable[[int, int],
         raise SpecError(dep.source, "workload", "expected every context and concurrency of the mix "
                         "to fit in GPU memory at some k >= 1; " + "; ".join(skipped[:2]))
     reps, per, cap_per = design(dep.draws, dep.max_draws)
-    check_simulations(reps * cap_per, len(cells), len(dep.policies), "[advise] max_draws", "cells",
-                      dep.source)
+    check_simulations(reps * cap_per, len(cells), len(dep.policies),
+                      "--max-draws / [advise] max_draws", "cells", dep.source)
     target = float(dep.uncertainty.get("mc_se_target", MC_SE_TARGET))
     spreads = {cell: Spread.of(extrapolation(exps[cell], PR_DOMAIN), exps[cell].uncertainty,
                                calibrated=True) for cell in cells}
