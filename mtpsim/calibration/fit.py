@@ -42,9 +42,10 @@ from mtpsim.calibration.schema import (
     OverlapFit,
     PhaseFit,
 )
+from mtpsim.calibration.shift import MEASURED, PRIOR, PRIOR_SOURCE, WorkloadShift, is_prefill, trace_kind
 from mtpsim.fileio import portable
 from mtpsim.models.acceptance import keep_factor
-from mtpsim.models.cost import KEY_FEATURES, StepShape, cost_features
+from mtpsim.models.cost import KEY_FEATURES, FittedCost, StepShape, cost_features
 from mtpsim.models.overlap import agreement_curve, fitted_agreement, overlap_from_agreement
 from mtpsim.models.penalty import HeldEvents, Kappa, KappaLk, KappaStep
 from mtpsim.policies import BASELINE, policies_where, traits
@@ -501,8 +502,6 @@ def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = ()) -> Calibrat
     each workload kind out (mtpsim.calibration.shift); `sources` names the traces in the file."""
     if not traces:
         raise CalibrationError(None, "--trace", "expected at least one trace")
-    from mtpsim.calibration.shift import trace_kind
-
     engines = {tr.engine for tr in traces}
     ctx = [r.context_len for tr in traces for st in tr.steps for r in st.requests]
     batch = [st.num_reqs for tr in traces for st in tr.steps if st.num_reqs]
@@ -524,6 +523,56 @@ def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = ()) -> Calibrat
                 "k": sorted({float(tr.num_speculative_tokens) for tr in traces}),
                 "index_topk": sorted({float(tr.index_topk) for tr in traces})},
         created=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    from mtpsim.calibration.shift import measure  # it refits the cost with this module's fit_cost
+    return dataclasses.replace(cal, workload_shift=measure_shift(cal, traces))
 
-    return dataclasses.replace(cal, workload_shift=measure(cal, traces))
+
+def measure_shift(cal: Calibration, traces: Sequence[Trace]) -> WorkloadShift:
+    """The step cost's workload-shift error (mtpsim.calibration.shift): leave each kind out, refit
+    the step cost on the rest, price the left-out kind's steps."""
+    used = [tr for tr in traces if tr.policy in POOLED and tr.steps]
+    kinds = sorted({trace_kind(tr) for tr in used})
+    if len(kinds) < 2:
+        return dataclasses.replace(PRIOR, note=(
+            f"one workload kind ({kinds[0] if kinds else 'none'}): the shift cannot be measured "
+            f"here; {PRIOR_SOURCE}"))
+    out: dict[str, dict[str, float]] = {}
+    skipped = []
+    for kind in kinds:
+        rest = [tr for tr in used if trace_kind(tr) != kind]
+        try:
+            cost = fit_cost(rest)
+        except CalibrationError:  # the rest has no fresh trace: the indexer phase is unknown
+            skipped.append(kind)
+            continue
+        fitted = dataclasses.replace(cal, cost=cost)
+        sums = {"dec": [0.0, 0.0, 0], "pre": [0.0, 0.0, 0]}
+        for tr in (t for t in used if trace_kind(t) == kind):
+            q, _ = step_quantities(tr)
+            pr = FittedCost(fitted, tr.policy, tr.num_speculative_tokens, tr.index_topk).priced(q)
+            priced = sum(pr[p] for p in PHASES) - cost.gap_s  # phase seconds, as a trace has them
+            measured = np.asarray([sum(st.phases.values()) for st in tr.steps], float)
+            pre = is_prefill(q.prefill_tokens)
+            for key, m in (("pre", pre), ("dec", ~pre)):
+                sums[key][0] += float(measured[m].sum())
+                sums[key][1] += float(np.broadcast_to(priced, measured.shape)[m].sum())
+                sums[key][2] += int(m.sum())
+        row: dict[str, float] = {}
+        for key, name in (("dec", "decode"), ("pre", "prefill")):
+            meas, priced_s, n = sums[key]
+            if n and meas > 0 and priced_s > 0:
+                row[name], row[f"{name}_steps"] = meas / priced_s, float(n)
+        out[kind] = row
+    sd = {name: _rms([math.log(r[name]) for r in out.values() if name in r])
+          for name in ("decode", "prefill")}
+    if any(v is None for v in sd.values()):
+        return dataclasses.replace(PRIOR, note=(
+            f"fewer than two workload kinds could be left out ({', '.join(kinds)}; "
+            f"without a fresh trace in the rest: {', '.join(skipped) or 'none'}); {PRIOR_SOURCE}"),
+            kinds=out)
+    note = (f"{len(out)} kinds; not left out (no fresh trace in the rest): {', '.join(skipped)}"
+            if skipped else f"{len(out)} kinds")
+    return WorkloadShift(float(sd["decode"]), float(sd["prefill"]), MEASURED, note, out)
+
+
+def _rms(xs: list[float]) -> float | None:
+    return math.sqrt(sum(x * x for x in xs) / len(xs)) if len(xs) >= 2 else None

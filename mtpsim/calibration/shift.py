@@ -19,9 +19,7 @@ this term existed is read with the prior too.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from mtpsim.calibration.schema import Calibration
     from mtpsim.trace import Trace
 
 MEASURED = "leave-one-kind-out"
@@ -78,62 +75,6 @@ def trace_kind(tr: Trace) -> str:
 def is_prefill(prefill_tokens: Any) -> np.ndarray:
     """Which steps prefill (a trace's reconstructed shape and a simulated one alike)."""
     return np.asarray(prefill_tokens) > 0
-
-
-def measure(cal: Calibration, traces: Sequence[Trace]) -> WorkloadShift:
-    """Leave each kind out, refit the step cost on the rest, price the left-out kind's steps."""
-    from mtpsim.calibration.fit import POOLED, fit_cost, step_quantities
-    from mtpsim.calibration.schema import CalibrationError
-    from mtpsim.models.cost import FittedCost
-    from mtpsim.result import PHASES
-
-    used = [tr for tr in traces if tr.policy in POOLED and tr.steps]
-    kinds = sorted({trace_kind(tr) for tr in used})
-    if len(kinds) < 2:
-        return dataclasses.replace(PRIOR, note=(
-            f"one workload kind ({kinds[0] if kinds else 'none'}): the shift cannot be measured "
-            f"here; {PRIOR_SOURCE}"))
-    out: dict[str, dict[str, float]] = {}
-    skipped = []
-    for kind in kinds:
-        rest = [tr for tr in used if trace_kind(tr) != kind]
-        try:
-            cost = fit_cost(rest)
-        except CalibrationError:  # the rest has no fresh trace: the indexer phase is unknown
-            skipped.append(kind)
-            continue
-        fitted = dataclasses.replace(cal, cost=cost)
-        sums = {"dec": [0.0, 0.0, 0], "pre": [0.0, 0.0, 0]}
-        for tr in (t for t in used if trace_kind(t) == kind):
-            q, _ = step_quantities(tr)
-            pr = FittedCost(fitted, tr.policy, tr.num_speculative_tokens, tr.index_topk).priced(q)
-            priced = sum(pr[p] for p in PHASES) - cost.gap_s  # phase seconds, as a trace has them
-            measured = np.asarray([sum(st.phases.values()) for st in tr.steps], float)
-            pre = is_prefill(q.prefill_tokens)
-            for key, m in (("pre", pre), ("dec", ~pre)):
-                sums[key][0] += float(measured[m].sum())
-                sums[key][1] += float(np.broadcast_to(priced, measured.shape)[m].sum())
-                sums[key][2] += int(m.sum())
-        row: dict[str, float] = {}
-        for key, name in (("dec", "decode"), ("pre", "prefill")):
-            meas, priced_s, n = sums[key]
-            if n and meas > 0 and priced_s > 0:
-                row[name], row[f"{name}_steps"] = meas / priced_s, float(n)
-        out[kind] = row
-    sd = {name: _rms([math.log(r[name]) for r in out.values() if name in r])
-          for name in ("decode", "prefill")}
-    if any(v is None for v in sd.values()):
-        return dataclasses.replace(PRIOR, note=(
-            f"fewer than two workload kinds could be left out ({', '.join(kinds)}; "
-            f"without a fresh trace in the rest: {', '.join(skipped) or 'none'}); {PRIOR_SOURCE}"),
-            kinds=out)
-    note = (f"{len(out)} kinds; not left out (no fresh trace in the rest): {', '.join(skipped)}"
-            if skipped else f"{len(out)} kinds")
-    return WorkloadShift(float(sd["decode"]), float(sd["prefill"]), MEASURED, note, out)
-
-
-def _rms(xs: list[float]) -> float | None:
-    return math.sqrt(sum(x * x for x in xs) / len(xs)) if len(xs) >= 2 else None
 
 
 def shift_from_json(v: Any, fail) -> WorkloadShift | None:
