@@ -1,11 +1,11 @@
 """A campaign's real steps replayed through its own calibration (v10: in-sample development on
-seen data; v11, v12: a post-hoc look at the registered campaign's data, NOT part of its score): per
+seen data; v11, v12, v13: a post-hoc look at the registered campaign's data, NOT part of its score): per
 configuration, the measured seconds of its prefill steps and of its decode-only steps over what the
 calibration's cost model prices for exactly those steps, and the rounds-simulated median TPOT /
 TTFT (workload.rounds = the rounds each ran) with and without that measured cost level. If the
 simulated schedule were wrong (scheduler, prefill batching), the corrected ratios would miss too.
 
-    python benchmarks/step_replay.py [--campaign v10|v11|v12] [--out FILE]
+    python benchmarks/step_replay.py [--campaign v10|v11|v12|v13] [--out FILE]
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def replay(name: str, cal, cal_path: str, data: Path, campaign: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--campaign", choices=("v10", "v11", "v12"), default="v10")
+    ap.add_argument("--campaign", choices=("v10", "v11", "v12", "v13"), default="v10")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
     data = ROOT / "docs" / "data" / f"heldout-{a.campaign}"

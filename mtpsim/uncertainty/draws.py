@@ -102,7 +102,7 @@ def plan(exp: Experiment, n: int, replicates: int = 0, seed_offset: int = 0,
     priors = drawn_priors(exp)
     names = list(priors)
     d = len(names) + len(Z_NAMES)
-    u = sobol(n, d + shift, exp.seed + 7919 * seed_offset) if unit is None else unit
+    u = sobol(n, d + int(shift), exp.seed + 7919 * seed_offset) if unit is None else unit
     shift = shift and u.shape[1] > d
     rng = np.random.default_rng(exp.seed + 104729 + seed_offset)
     reps = rng.permutation(np.arange(n) % replicates) if replicates else None
