@@ -14,7 +14,9 @@ not the kinds' mean: a common offset is an error a new workload would meet too).
 
 With fewer than two kinds that can be left out (each left-in set needs a `fresh` trace), the
 calibration says so and carries `PRIOR`, whose source is stated below; a file written before
-this term existed is read with the prior too.
+this term existed is read with the prior too. This module holds the record, its prior and its
+JSON (the schema reads them); the measurement refits the cost, so it lives beside the fit
+(mtpsim.calibration.fit.measure_shift), and the draws apply it (mtpsim.uncertainty.draws).
 """
 
 from __future__ import annotations
