@@ -25,10 +25,10 @@ from mtpsim.models.build import models_for
 from mtpsim.models.cost import StepShape
 from mtpsim.records import RunExtra
 from mtpsim.result import PHASES, Result
-from mtpsim.sim.bulk import MAX_BULK_STEPS, sum_min
+from mtpsim.sim.bulk import MAX_BULK_STEPS, Bulk, sum_min
 from mtpsim.sim.clock import Clock, StepLog
 from mtpsim.sim.entities import RequestTable, draw_filtered, draw_lengths
-from mtpsim.sim.scheduler import KvCache, Lookahead, Scheduler
+from mtpsim.sim.scheduler import KvCache, Lookahead, Plan, Scheduler
 from mtpsim.spec import Experiment
 
 if TYPE_CHECKING:
@@ -198,71 +198,90 @@ class Simulator:
         """Run the planned steps (prompt chunks, then the repeating decode-only step) up to the
         first finish or send: accepted counts of every request for every step are drawn at
         once ([requests, steps]), acceptance read at the run's start."""
-        reqs, k = self.reqs, self.k
-        trans, steady = ahead.steps, ahead.steady
+        bulk = self._plan(ahead)
+        n = self._draw(bulk)  # steps up to the first finish
+        kv_blocks = None
+        if self.sched.kv is not None:  # up to the first step the drawn tokens would not let allocate
+            n, kv_blocks = self._kv_steps(bulk.ids, bulk.dec, bulk.gen_after, bulk.tokens,
+                                          bulk.pre_tok, bulk.trans, bulk.row, n)
+        if self.deferred:  # no send can come before the first finish: price only up to it
+            bulk.cut(n)
+        shape, completes = self._shape(bulk)
+        n = self._price(bulk, shape, n)
+        self._book(bulk, n, completes, kv_blocks)
+        self.sched.commit(bulk.trans[:n])
+        self._finish(bulk.ids)
+
+    def _plan(self, ahead: Lookahead) -> Bulk:
+        """The run's requests and what each does at each step: the steps with prompt chunks as
+        the scheduler planned them, then decode-only steps to a margin past the first finish."""
+        reqs, trans, steady = self.reqs, ahead.steps, ahead.steady
         ids = np.asarray(ahead.ids, dtype=np.int64)
         row = {rid: i for i, rid in enumerate(ahead.ids)}
         n_tr = len(trans)
-        out_len = reqs.output_len[ids]
-        gen0 = reqs.generated[ids]
         # decoding at the start; the others complete a prompt (or its recomputation) in the run
         pending = set(self.sched.prefilling).union(*(p.admitted for p in trans))
         started = (np.fromiter((r not in pending for r in ahead.ids), bool, ids.size)
                    if pending else np.ones(ids.size, bool))
-        ctx0 = reqs.input_len[ids] + gen0 + ~started
+        ctx0 = reqs.input_len[ids] + reqs.generated[ids] + ~started
         marg = self.acc.marginal(ctx0, self.shift[ids])  # [b, k]
-        if steady is not None and steady.decodes:
-            rows = np.fromiter((row[r] for r in steady.decodes), np.int64, len(steady.decodes))
-            left = out_len[rows] - gen0[rows] - ~started[rows]
-            # steps drawn: a margin past the expected first finish (a run that ends without an
-            # event is simply continued by the next one)
-            first = float((left / (1.0 + marg[rows].sum(axis=1))).min())
-            tail = min(MAX_BULK_STEPS - n_tr, max(1, math.ceil(left.min())),
-                       math.ceil(first * TAIL_MARGIN) + TAIL_SLACK)
-        else:
-            tail = 0
+        rows, tail = self._tail(ids, row, started, marg, steady, n_tr)
         steps = max(n_tr + tail, 1)
-        dec = np.zeros((ids.size, steps), bool)  # request decodes at step
-        comp = np.full(ids.size, steps, np.int64)  # step at which its prompt completes
-        chunks = np.zeros((4, steps))  # tokens, keys, pairs, reads
-        kv = self.sched.kv
-        pre_tok = np.zeros((ids.size, steps)) if kv is not None else None  # KV slots of chunks
-        plen = reqs.input_len[ids] + reqs.recompute[ids]  # tokens each prefill computes
-        topk = self.topk
+        bulk = Bulk(ids, row, trans, started, marg,
+                    plen=reqs.input_len[ids] + reqs.recompute[ids],  # tokens each prefill computes
+                    dec=np.zeros((ids.size, steps), bool), comp=np.full(ids.size, steps, np.int64),
+                    chunks=np.zeros((4, steps)),
+                    pre_tok=np.zeros((ids.size, steps)) if self.sched.kv is not None else None)
         for j, plan in enumerate(trans):
-            dec[[row[r] for r in plan.decodes], j] = True
+            bulk.dec[[row[r] for r in plan.decodes], j] = True
             for rid, s, n in plan.chunks:
-                chunks[:, j] += (n, sum_min(s + 1, s + n, topk), (2 * s + n + 1) * n / 2, s + n)
-                if pre_tok is not None:
-                    pre_tok[row[rid], j] = s + n + k
-                if s + n == plen[row[rid]]:
-                    comp[row[rid]] = j
+                bulk.chunks[:, j] += (n, sum_min(s + 1, s + n, self.topk), (2 * s + n + 1) * n / 2,
+                                      s + n)
+                if bulk.pre_tok is not None:
+                    bulk.pre_tok[row[rid], j] = s + n + self.k
+                if s + n == bulk.plen[row[rid]]:
+                    bulk.comp[row[rid]] = j
         if tail:
-            dec[rows, n_tr:] = True
-        # tokens per step, and output tokens after each step (a completed prompt has 1)
-        cols = np.arange(steps)
+            bulk.dec[rows, n_tr:] = True
+        return bulk
+
+    def _tail(self, ids: np.ndarray, row: dict[int, int], started: np.ndarray, marg: np.ndarray,
+              steady: Plan | None, n_tr: int) -> tuple[np.ndarray | None, int]:
+        """The rows of the repeating decode-only step and how many of it to draw: a margin past
+        the expected first finish (a run that ends without an event is simply continued by the
+        next one)."""
+        if steady is None or not steady.decodes:
+            return None, 0
+        rows = np.fromiter((row[r] for r in steady.decodes), np.int64, len(steady.decodes))
+        reqs = self.reqs
+        left = reqs.output_len[ids][rows] - reqs.generated[ids][rows] - ~started[rows]
+        first = float((left / (1.0 + marg[rows].sum(axis=1))).min())
+        return rows, min(MAX_BULK_STEPS - n_tr, max(1, math.ceil(left.min())),
+                         math.ceil(first * TAIL_MARGIN) + TAIL_SLACK)
+
+    def _draw(self, bulk: Bulk) -> int:
+        """Draw every decoding request's accepted drafts at every step (their expectation in
+        expected mode); the output tokens after each step; the steps up to the first finish."""
+        reqs, ids = self.reqs, bulk.ids
         if self.expected:
-            accepted = None
-            tokens = dec * (1.0 + marg.sum(axis=1))[:, None]
+            bulk.tokens = bulk.dec * (1.0 + bulk.marg.sum(axis=1))[:, None]
         else:
-            accepted = draw_accepted(self.rng, marg, steps) * dec  # [b, steps]
-            tokens = dec * (1.0 + accepted)
-        done_prompt = cols[None, :] >= comp[:, None]
-        gen_after = (np.cumsum(tokens, axis=1) + gen0[:, None]
-                     + np.where(started[:, None], 0.0, done_prompt))
-        fin = (gen_after >= out_len[:, None] - 1e-9).any(axis=0)
-        n = int(fin.argmax()) + 1 if fin.any() else steps
-        if kv is not None:  # up to the first step the drawn tokens would not let allocate
-            n, kv_blocks = self._kv_steps(ids, dec, gen_after, tokens, pre_tok, trans, row, n)
-        if self.deferred:  # no send can come before the first finish: price only up to it
-            steps = n
-            dec, tokens, gen_after, chunks = (dec[:, :n], tokens[:, :n], gen_after[:, :n],
-                                              chunks[:, :n])
-            cols = cols[:n]
-        # the steps' shapes
-        ctx = reqs.input_len[ids][:, None] + gen_after - tokens  # context before the step
-        completes = (cols[None, :] == comp[:, None])
-        in_len = plen.astype(float)  # context at a completed (re)prefill
+            bulk.accepted = draw_accepted(self.rng, bulk.marg, bulk.steps) * bulk.dec  # [b, steps]
+            bulk.tokens = bulk.dec * (1.0 + bulk.accepted)
+        # a completed prompt has 1 output token
+        done_prompt = np.arange(bulk.steps)[None, :] >= bulk.comp[:, None]
+        bulk.gen_after = (np.cumsum(bulk.tokens, axis=1) + reqs.generated[ids][:, None]
+                          + np.where(bulk.started[:, None], 0.0, done_prompt))
+        fin = (bulk.gen_after >= reqs.output_len[ids][:, None] - 1e-9).any(axis=0)
+        return int(fin.argmax()) + 1 if fin.any() else bulk.steps
+
+    def _shape(self, bulk: Bulk) -> tuple[StepShape, np.ndarray]:
+        """The steps' batch shapes for the cost model, and which request's prompt completes at
+        which step ([b, steps])."""
+        ctx = self.reqs.input_len[bulk.ids][:, None] + bulk.gen_after - bulk.tokens  # before the step
+        completes = np.arange(bulk.steps)[None, :] == bulk.comp[:, None]
+        in_len = bulk.plen.astype(float)  # context at a completed (re)prefill
+        dec, topk, chunks = bulk.dec, self.topk, bulk.chunks
         dec_ctx = (dec * ctx).sum(axis=0)
         dec_keys = (dec * np.minimum(ctx, topk)).sum(axis=0)
         num_dec = dec.sum(axis=0)
@@ -273,7 +292,12 @@ class Simulator:
             draft_keys=dec_keys + (np.minimum(in_len, topk)[:, None] * completes).sum(axis=0),
             prefill_tokens=chunks[0], prefill_keys=chunks[1], prefill_pairs=chunks[2],
             prefill_reads=chunks[3], prefill_done=completes.sum(axis=0))
-        decode_only = np.cumsum(chunks[0] == 0)
+        return shape, completes
+
+    def _price(self, bulk: Bulk, shape: StepShape, n: int) -> int:
+        """Price the steps and run the clock over the first `n` of them, ended early at the step
+        after the next send when the batch has room for it; the steps run."""
+        decode_only = np.cumsum(bulk.chunks[0] == 0)
         if self.deferred:
             self.clock.run(shape, n, int(decode_only[n - 1]))
         else:
@@ -283,40 +307,44 @@ class Simulator:
                 t_next = self.client.next_send_s()
                 if math.isfinite(t_next):  # the batch changes at the step end after the next send
                     n = min(n, int(np.searchsorted(elapsed, t_next - self.clock.now())) + 1)
-            n = max(1, min(n, steps))
+            n = max(1, min(n, bulk.steps))
             self.clock.run(shape, n, int(decode_only[n - 1]), phases)
         self.log.python_iterations += 1
-        # book the n steps
-        dec, tokens = dec[:, :n], tokens[:, :n]
+        return n
+
+    def _book(self, bulk: Bulk, n: int, completes: np.ndarray, kv_blocks: np.ndarray | None) -> None:
+        """Book the `n` steps run: drafts and accepted tokens, output tokens, first-token and
+        admission positions, inter-token latencies, the KV blocks held."""
+        reqs, ids, k, marg = self.reqs, bulk.ids, self.k, bulk.marg
+        dec = bulk.dec[:, :n]
         drafts = dec.sum(axis=1)
         reqs.drafts[ids] += drafts
         reqs.expected_accepted[ids] += drafts * marg.sum(axis=1)
-        if accepted is None:
+        if bulk.accepted is None:
             reqs.accepted[ids] += drafts * marg.sum(axis=1)
             reqs.accepted_per_pos[ids] += drafts[:, None] * marg
         else:
-            a = accepted[:, :n]
+            a = bulk.accepted[:, :n]
             reqs.accepted[ids] += a.sum(axis=1)
             reqs.accepted_per_pos[ids] += (a[:, :, None] > np.arange(k)).sum(axis=1)
-        reqs.generated[ids] = gen_after[:, n - 1]
+        reqs.generated[ids] = bulk.gen_after[:, n - 1]
         ends = np.arange(self.clock.pos - n + 1, self.clock.pos + 1, dtype=float)  # positions
-        first = (comp < n) & np.isnan(reqs.first_token_at[ids])
-        reqs.first_token_at[ids[first]] = ends[comp[first]]
-        for j, plan in enumerate(trans[:n]):
+        first = (bulk.comp < n) & np.isnan(reqs.first_token_at[ids])
+        reqs.first_token_at[ids[first]] = ends[bulk.comp[first]]
+        for j, plan in enumerate(bulk.trans[:n]):
             for rid in plan.admitted:
                 if np.isnan(reqs.admitted_at[rid]):
                     reqs.admitted_at[rid] = ends[j] - 1
         # a recomputed prefill's token is a streamed chunk of its own (an ITL after the stall)
         resumed = reqs.recompute[ids] > 0
         self._book_itl(ids, dec | (completes[:, :n] & resumed[:, None]), completes[:, :n], ends,
-                       n_tr)
-        if kv is not None:
+                       len(bulk.trans))
+        if kv_blocks is not None:
+            kv = self.sched.kv
             last = kv_blocks[:, n - 1]
-            kv.held.update((rid, int(b)) for rid, b in zip(ahead.ids, last.tolist(), strict=True)
+            kv.held.update((rid, int(b)) for rid, b in zip(ids.tolist(), last.tolist(), strict=True)
                            if b > 0)
             kv.peak = max(kv.peak, int(kv_blocks[:, :n].sum(axis=0).max()))
-        self.sched.commit(trans[:n])
-        self._finish(ids)
 
     def _kv_steps(self, ids: np.ndarray, dec: np.ndarray, gen_after: np.ndarray,
                   tokens: np.ndarray, pre_tok: np.ndarray, trans: list, row: dict[int, int],
