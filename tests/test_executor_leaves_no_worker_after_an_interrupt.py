@@ -71,3 +71,17 @@ def test_workers_end_when_the_parent_is_killed(tmp_path):
     proc.kill()  # no `finally` runs in the parent
     proc.wait(timeout=20)
     assert _gone(workers)
+
+
+def test_stopping_skips_a_worker_whose_start_was_interrupted():
+    """Ctrl-C can land inside Process.start() (seen in CI): the executor's clean-up must not fail
+    on that unstarted handle, or the interrupt surfaces as an AssertionError, not exit 130."""
+    import multiprocessing
+
+    from mtpsim.runs.executor import _stop
+
+    ctx = multiprocessing.get_context("fork")
+    started = ctx.Process(target=time.sleep, args=(30,), daemon=True)
+    started.start()
+    _stop([started, ctx.Process(target=time.sleep, args=(30,))])
+    assert not started.is_alive()

@@ -173,6 +173,10 @@ def _check_alive(procs: Sequence[Any], results: Any, left: int) -> None:
 
 
 def _stop(procs: Sequence[Any]) -> None:
+    """End the workers. An interrupt can land while `start()` is still inside for one of them:
+    that one has no handle yet (pid None) and cannot be joined; its child, if forked, ends with
+    this process (`_end_with_parent`)."""
+    procs = [p for p in procs if p.pid is not None]
     for p in procs:
         if p.is_alive():
             p.terminate()
