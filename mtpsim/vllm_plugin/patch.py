@@ -50,6 +50,8 @@ FLUSH_EVERY_S = 2.0
 # Request ids vLLM 0.33.0 gives its own warm-up and dummy batches (v1/worker/gpu/warmup.py,
 # model_runner._dummy_run).
 STARTUP_REQ_PREFIXES = ("_v2_mixed_warmup", "_dummy_req_")
+# What `_wrap` takes: the original method in, its wrapper out.
+Wrapping = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
 class Recorder:
@@ -246,7 +248,7 @@ def _topk_buffer(module: Any) -> torch.Tensor:
     return buf if isinstance(buf, torch.Tensor) else module.indexer.topk_indices_buffer
 
 
-def _wrap(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+def _wrap(cls: type, name: str, make: Wrapping) -> None:
     original = getattr(cls, name)
     wrapper = functools.wraps(original)(make(original))
     wrapper.__mtpsim_wrapped__ = original  # type: ignore[attr-defined]
@@ -264,66 +266,110 @@ def _check_trace_is_eager(vllm_config: Any, traced: bool) -> None:
 def install(settings: PluginSettings) -> Recorder:
     """Patch the installed vLLM's MTPSpeculator once per process; repeated calls are no-ops."""
     mtp_cls, base_cls = load_speculator_classes()
-    existing: Recorder | None = vars(mtp_cls).get(STATE_ATTR)
+    existing = _installed(mtp_cls, settings)
     if existing is not None:
-        if existing.settings != settings:
-            raise PluginConfigError(f"mtpsim plugin: already installed with {existing.settings}, "
-                                    f"asked again with {settings}")
         return existing
     check_speculator_shape(mtp_cls, base_cls)
     if settings.trace_dir is not None:
         settings.trace_dir.mkdir(parents=True, exist_ok=True)
     rec = Recorder(settings)
-    want_share = settings.policy == "share"
+    _wrap_speculator(mtp_cls, rec, settings)
+    setattr(mtp_cls, STATE_ATTR, rec)
+    # Rows and counts since the last periodic flush, however the process ends (fork included).
+    exit_flush.arm(rec)
+    return rec
 
-    def load_draft_model(orig: Callable[..., Any]) -> Callable[..., Any]:
+
+def _installed(mtp_cls: type, settings: PluginSettings) -> Recorder | None:
+    """The recorder of an earlier `install` in this process, if any; asking again with other
+    settings is refused (one policy per process)."""
+    existing: Recorder | None = vars(mtp_cls).get(STATE_ATTR)
+    if existing is not None and existing.settings != settings:
+        raise PluginConfigError(f"mtpsim plugin: already installed with {existing.settings}, "
+                                f"asked again with {settings}")
+    return existing
+
+
+def _wrap_speculator(mtp_cls: type, rec: Recorder, settings: PluginSettings) -> None:
+    """Wrap the speculator's model load, its four draft-loop hooks, capture and propose."""
+    _wrap(mtp_cls, "load_draft_model", _on_load_draft_model(rec, settings))
+    _wrap(mtp_cls, "on_prefill_begin", _around(lambda: rec.begin("prefill"), None))
+    _wrap(mtp_cls, "on_prefill_end", _on_prefill_end(rec, settings))
+    _wrap(mtp_cls, "on_multi_step_decode_begin", _around(None, lambda: rec.begin("decode")))
+    _wrap(mtp_cls, "on_multi_step_decode_end", _around(None, rec.end))
+    _wrap(mtp_cls, "capture", _on_capture(rec))
+    _wrap(mtp_cls, "propose", _on_propose(rec))
+
+
+
+def _on_load_draft_model(rec: Recorder, settings: PluginSettings) -> Wrapping:
+    """After the draft model loads: set the policy switch, then hook its sparse attention."""
+    def make(orig: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             model = orig(self, *args, **kwargs)
-            pcp = self.vllm_config.parallel_config.prefill_context_parallel_size
-            capable = (pcp == 1 and hasattr(model.model, "set_skip_topk")
-                       and hasattr(model.model, "compact_topk_indices"))
-            if want_share and not capable:
-                raise PluginConfigError("mtpsim plugin: policy share needs a draft model with "
-                                        "set_skip_topk/compact_topk_indices and prefill context "
-                                        f"parallel size 1 (got {pcp})")
-            if getattr(self, SHARE_FLAG) != want_share:
-                logger.info("mtpsim: %s forced from %s to %s (MTPSIM_POLICY=%s)", SHARE_FLAG,
-                            getattr(self, SHARE_FLAG), want_share, settings.policy)
-            setattr(self, SHARE_FLAG, want_share)
-            # Under compilation hooks are traced into the graph once, not run per call; but
-            # vLLM compiles only @support_torch_compile classes: decided from the model.
-            traced = hooks_traced(model, self.vllm_config)
-            if settings.trace:
-                _check_trace_is_eager(self.vllm_config, traced)
-            rec.counts.share_flag = want_share
-            rec.write_trace = settings.trace and _is_first_rank()
-            rec.counts.compile_mode = compile_mode(self.vllm_config)
-            rec.counts.hooks_traced = traced
-            # Device counts always (graphs replay them, compilation traces them); hooks only
-            # where they run per call.
-            step = getattr(self, "current_draft_step", None)
-            hooked = rec.counts.hooked_layers = rec.attach(
-                model, eager_hooks=not traced, num_steps=self.num_speculative_steps,
-                step=step if isinstance(step, torch.Tensor) else None)
-            logger.info("mtpsim: policy %s, %d MTP sparse-attention layer(s) hooked",
-                        settings.policy, hooked)
-            rec.flush()
+            _set_share_flag(self, model, settings)
+            _hook_draft_model(rec, self, model, settings)
             return model
         return wrapper
+    return make
 
-    def around(before: Callable[[], None] | None,
-               after: Callable[[], None] | None) -> Callable[..., Any]:
-        def make(orig: Callable[..., Any]) -> Callable[..., Any]:
-            def wrapper(self: Any, num_reqs: int) -> None:
-                if before is not None:
-                    before()
-                orig(self, num_reqs)
-                if after is not None:
-                    after()
-            return wrapper
-        return make
 
-    def on_prefill_end(orig: Callable[..., Any]) -> Callable[..., Any]:
+def _set_share_flag(spec: Any, model: Any, settings: PluginSettings) -> None:
+    """Force the speculator's share switch to the policy; `share` needs a draft model that can
+    skip its top-k and compact it, and no prefill context parallelism."""
+    want_share = settings.policy == "share"
+    pcp = spec.vllm_config.parallel_config.prefill_context_parallel_size
+    capable = (pcp == 1 and hasattr(model.model, "set_skip_topk")
+               and hasattr(model.model, "compact_topk_indices"))
+    if want_share and not capable:
+        raise PluginConfigError("mtpsim plugin: policy share needs a draft model with "
+                                "set_skip_topk/compact_topk_indices and prefill context "
+                                f"parallel size 1 (got {pcp})")
+    if getattr(spec, SHARE_FLAG) != want_share:
+        logger.info("mtpsim: %s forced from %s to %s (MTPSIM_POLICY=%s)", SHARE_FLAG,
+                    getattr(spec, SHARE_FLAG), want_share, settings.policy)
+    setattr(spec, SHARE_FLAG, want_share)
+
+
+def _hook_draft_model(rec: Recorder, spec: Any, model: Any, settings: PluginSettings) -> None:
+    """Record how the engine runs (policy switch, compilation) and attach the counters."""
+    # Under compilation hooks are traced into the graph once, not run per call; but
+    # vLLM compiles only @support_torch_compile classes: decided from the model.
+    traced = hooks_traced(model, spec.vllm_config)
+    if settings.trace:
+        _check_trace_is_eager(spec.vllm_config, traced)
+    rec.counts.share_flag = settings.policy == "share"
+    rec.write_trace = settings.trace and _is_first_rank()
+    rec.counts.compile_mode = compile_mode(spec.vllm_config)
+    rec.counts.hooks_traced = traced
+    # Device counts always (graphs replay them, compilation traces them); hooks only
+    # where they run per call.
+    step = getattr(spec, "current_draft_step", None)
+    hooked = rec.counts.hooked_layers = rec.attach(
+        model, eager_hooks=not traced, num_steps=spec.num_speculative_steps,
+        step=step if isinstance(step, torch.Tensor) else None)
+    logger.info("mtpsim: policy %s, %d MTP sparse-attention layer(s) hooked",
+                settings.policy, hooked)
+    rec.flush()
+
+
+def _around(before: Callable[[], None] | None, after: Callable[[], None] | None) -> Wrapping:
+    """A draft-loop hook `(self, num_reqs)` with a recorder call before and/or after it."""
+    def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any, num_reqs: int) -> None:
+            if before is not None:
+                before()
+            orig(self, num_reqs)
+            if after is not None:
+                after()
+        return wrapper
+    return make
+
+
+def _on_prefill_end(rec: Recorder, settings: PluginSettings) -> Wrapping:
+    """End of draft step 0; in trace mode under `share`, check that the compaction moved each
+    request's top-k row from its last token's slot to its request's slot."""
+    def make(orig: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(self: Any, num_reqs: int) -> None:
             check = (settings.trace and not rec.in_capture and getattr(self, SHARE_FLAG)
                      and self.num_speculative_steps > 1)
@@ -339,8 +385,12 @@ def install(settings: PluginSettings) -> Recorder:
                 rec.counts.compaction_rows_wrong += int((~ok).sum().item())
             rec.phase = "idle"
         return wrapper
+    return make
 
-    def capture(orig: Callable[..., Any]) -> Callable[..., Any]:
+
+def _on_capture(rec: Recorder) -> Wrapping:
+    """CUDA-graph capture: counted apart from served traffic, flushed when it ends."""
+    def make(orig: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             rec.in_capture = True
             rec.set_device_context(served=False)
@@ -350,8 +400,13 @@ def install(settings: PluginSettings) -> Recorder:
                 rec.in_capture = False
                 rec.flush()
         return wrapper
+    return make
 
-    def propose(orig: Callable[..., Any]) -> Callable[..., Any]:
+
+def _on_propose(rec: Recorder) -> Wrapping:
+    """One propose call: served or not (profiling, warm-up, DP sync), and in trace mode the
+    verdicts on the drafts it verified."""
+    def make(orig: Callable[..., Any]) -> Callable[..., Any]:
         sig = inspect.signature(orig)
 
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -367,18 +422,7 @@ def install(settings: PluginSettings) -> Recorder:
             finally:
                 rec.in_dummy = False
         return wrapper
-
-    _wrap(mtp_cls, "load_draft_model", load_draft_model)
-    _wrap(mtp_cls, "on_prefill_begin", around(lambda: rec.begin("prefill"), None))
-    _wrap(mtp_cls, "on_prefill_end", on_prefill_end)
-    _wrap(mtp_cls, "on_multi_step_decode_begin", around(None, lambda: rec.begin("decode")))
-    _wrap(mtp_cls, "on_multi_step_decode_end", around(None, rec.end))
-    _wrap(mtp_cls, "capture", capture)
-    _wrap(mtp_cls, "propose", propose)
-    setattr(mtp_cls, STATE_ATTR, rec)
-    # Rows and counts since the last periodic flush, however the process ends (fork included).
-    exit_flush.arm(rec)
-    return rec
+    return make
 
 
 def uninstall() -> None:
