@@ -188,6 +188,7 @@ class _Reader:
 
 
 def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibration:
+    """A calibration file's JSON, checked field by field (the first bad field is the error)."""
     rd = _Reader(Path(source))
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise rd.fail("format", f"expected \"{FORMAT}\" (a file written by mtpsim simulate "
@@ -195,6 +196,32 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
     if obj.get("version") != VERSION:
         raise rd.fail("version", f"expected {VERSION}, got {obj.get('version')!r}")
     acc = rd.table(obj, "acceptance", "")
+    acceptance = _acceptance_fields(rd, acc)
+    overlap = _overlap(rd, obj, len(acceptance["base"]))
+    cost = rd.table(obj, "cost", "")
+    phases = _phases(rd, rd.table(cost, "phases", "cost."))
+    gap = rd.num(cost, "gap_s", "cost.")
+    if gap is None or not 0 <= gap <= MAX_GAP_S:
+        raise rd.fail("cost.gap_s", f"expected seconds between engine steps in 0..{MAX_GAP_S:g}")
+    sources = rd.get(obj, "sources", "")
+    if not isinstance(sources, list) or not sources or not all(
+            isinstance(s, dict) and isinstance(s.get("policy"), str) for s in sources):
+        raise rd.fail("sources", "expected a non-empty list of {path, policy, ...} objects")
+    ranges = _ranges(rd, obj)
+    return Calibration(
+        engine=str(obj.get("engine", "")), sources=sources,
+        acceptance=AcceptanceFit(**acceptance, report=rd.report(acc, "acceptance.")),
+        overlap=overlap, cost=CostFit(phases, float(gap), rd.report(cost, "cost.")),
+        ranges={str(k): list(v) for k, v in ranges.items() if isinstance(v, list)},
+        created=str(obj.get("created", "")), mtpsim_version=str(obj.get("mtpsim_version", "?")),
+        machine=dict(obj.get("machine") or {}) if isinstance(obj.get("machine"), dict) else {},
+        bootstrap=_bootstrap(rd, obj.get("bootstrap")),
+        workload_shift=shift_from_json(obj.get("workload_shift"), rd.fail), path=str(source))
+
+
+def _acceptance_fields(rd: _Reader, acc: dict[str, Any]) -> dict[str, Any]:
+    """The acceptance fit's fields but its report: base rows per draft position, sigma, kappa,
+    the penalty forms' fits, the per-policy rows and the reference context."""
     base = rd.rows(rd.get(acc, "base", "acceptance."), "acceptance.base", 2)
     if not base:
         raise rd.fail("acceptance.base", "expected at least one draft position")
@@ -212,7 +239,6 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
             fitted[form.field] = None if raw is None else form.from_json(raw, len(base) - 1).to_json()
         except ValueError as e:
             raise rd.fail(f"acceptance.{form.field}", f"{e}; got {_short(raw)}") from None
-    kappa_steps, kappa_lk = fitted[KappaStep.field], fitted[KappaLk.field]
     pol = rd.table(acc, "policies", "acceptance.")
     policies = {str(p): rd.rows(v, f"acceptance.policies.{p}", 2) for p, v in pol.items()}
     ctx_ref = rd.num(acc, "context_ref", "acceptance.")
@@ -223,6 +249,13 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
         if len(rows) != k:
             raise rd.fail(f"acceptance.policies.{p}", f"expected {k} rows (one per draft position, "
                           f"as acceptance.base), got {len(rows)}")
+    return {"context_ref": float(ctx_ref), "base": base, "kappa": kappa, "sigma": float(sigma),
+            "policies": policies, "kappa_steps": fitted[KappaStep.field],
+            "kappa_lk": fitted[KappaLk.field]}
+
+
+def _overlap(rd: _Reader, obj: dict[str, Any], k: int) -> OverlapFit:
+    """The overlap fit: per policy, one row per draft step 1..k-1."""
     ov = rd.table(obj, "overlap", "")
     ov_pol = rd.table(ov, "policies", "overlap.")
     overlap = OverlapFit({str(p): rd.rows(v, f"overlap.policies.{p}", 2) for p, v in ov_pol.items()},
@@ -231,8 +264,11 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
         if len(rows) != k - 1:
             raise rd.fail(f"overlap.policies.{p}", f"expected {k - 1} rows (draft steps 1..k-1 of "
                           f"k = {k} positions), got {len(rows)}")
-    cost = rd.table(obj, "cost", "")
-    phases_raw = rd.table(cost, "phases", "cost.")
+    return overlap
+
+
+def _phases(rd: _Reader, phases_raw: dict[str, Any]) -> dict[str, PhaseFit]:
+    """Each phase's cost fit: features it can be priced on, non-negative coefficients."""
     phases: dict[str, PhaseFit] = {}
     from mtpsim.models.cost import StepShape, cost_features
     from mtpsim.models.families import Stack
@@ -257,29 +293,18 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
                              float(rd.num(ph, "r2", where, optional=True) or math.nan),
                              float(rd.num(ph, "rmse_s", where, optional=True) or math.nan),
                              int(rd.num(ph, "n", where) or 0))
-    gap = rd.num(cost, "gap_s", "cost.")
-    if gap is None or not 0 <= gap <= MAX_GAP_S:
-        raise rd.fail("cost.gap_s", f"expected seconds between engine steps in 0..{MAX_GAP_S:g}")
-    sources = rd.get(obj, "sources", "")
-    if not isinstance(sources, list) or not sources or not all(
-            isinstance(s, dict) and isinstance(s.get("policy"), str) for s in sources):
-        raise rd.fail("sources", "expected a non-empty list of {path, policy, ...} objects")
+    return phases
+
+
+def _ranges(rd: _Reader, obj: dict[str, Any]) -> dict[str, Any]:
+    """The fitted traces' ranges (tokens, requests, k, top-k: >= 1; temperature >= 0)."""
     ranges = rd.table(obj, "ranges", "")
     for key, v in ranges.items():
         low = 0 if key == "temperature" else 1  # tokens, requests, k, top-k: at least 1
         if not isinstance(v, list) or not all(
                 isinstance(x, int | float) and not isinstance(x, bool) and low <= x <= 1e9 for x in v):
             raise rd.fail(f"ranges.{key}", f"expected a list of numbers in {low}..1e9, got {_short(v)}")
-    return Calibration(
-        engine=str(obj.get("engine", "")), sources=sources,
-        acceptance=AcceptanceFit(float(ctx_ref), base, kappa, float(sigma), policies,
-                                 rd.report(acc, "acceptance."), kappa_steps, kappa_lk),
-        overlap=overlap, cost=CostFit(phases, float(gap), rd.report(cost, "cost.")),
-        ranges={str(k): list(v) for k, v in ranges.items() if isinstance(v, list)},
-        created=str(obj.get("created", "")), mtpsim_version=str(obj.get("mtpsim_version", "?")),
-        machine=dict(obj.get("machine") or {}) if isinstance(obj.get("machine"), dict) else {},
-        bootstrap=_bootstrap(rd, obj.get("bootstrap")),
-        workload_shift=shift_from_json(obj.get("workload_shift"), rd.fail), path=str(source))
+    return ranges
 
 
 def _bootstrap(rd: _Reader, v: Any) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ mtpsim.report.sweep's; this module parses and hands over."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -72,10 +72,7 @@ def sweep(
     sets = list(set_ or [])
     axes, points, out = runs.prepare(experiment, sets, engine=engine, server=server, repeats=repeats,
                                      cluster=cluster, out=out, plot=plot, uncertainty=uncertainty)
-    if engine is None:
-        rerun = report.rerun_argv(experiment, sets) + (["-j", str(jobs)] if jobs else [])
-    else:
-        rerun = report.rerun_argv(experiment, sets, engine=engine, repeats=repeats, server=server)
+    rerun = _rerun_argv(experiment, sets, jobs, engine, repeats, server)
 
     def interrupted(kept: int) -> typer.Exit:
         err_console.print(report.interrupted(out, kept, len(points), rerun), highlight=False,
@@ -85,11 +82,8 @@ def sweep(
     bar = report.points_bar(err_console, enabled=not as_json)
     with runs.session(cluster) as nodes:
         if uncertainty is not None:
-            from mtpsim.uncertainty.cli import print_sweep_uncertainty
-
-            records = runs.uncertain(experiment, points, uncertainty, jobs or default_workers(), nodes,
-                                     retries, out)
-            print_sweep_uncertainty(str(experiment), axes, records, uncertainty, as_json)
+            _sweep_uncertainty(experiment, axes, points, uncertainty, jobs, nodes, retries, out,
+                               as_json)
             return
         if engine is None:
             run = runs.simulated(experiment, sets, axes, points, out, jobs or default_workers(), nodes,
@@ -107,3 +101,25 @@ def sweep(
         report.print_failed(err_console, run.failed)
         if run.failed:
             raise typer.Exit(1)
+
+
+def _rerun_argv(experiment: Path, sets: list[str], jobs: int | None, engine: str | None,
+                repeats: int, server: bool) -> list[str]:
+    """The command line that resumes this sweep (printed when it is interrupted)."""
+    from mtpsim.report import sweep as report
+
+    if engine is None:
+        return report.rerun_argv(experiment, sets) + (["-j", str(jobs)] if jobs else [])
+    return report.rerun_argv(experiment, sets, engine=engine, repeats=repeats, server=server)
+
+
+def _sweep_uncertainty(experiment: Path, axes: list, points: list, draws: int, jobs: int | None,
+                       nodes: Any, retries: int, out: Path | None, as_json: bool) -> None:
+    """`--uncertainty N`: every point's draws, then the table (or JSON) of their intervals."""
+    from mtpsim.runs import sweep as runs
+    from mtpsim.runs.executor import default_workers
+    from mtpsim.uncertainty.cli import print_sweep_uncertainty
+
+    records = runs.uncertain(experiment, points, draws, jobs or default_workers(), nodes, retries,
+                             out)
+    print_sweep_uncertainty(str(experiment), axes, records, draws, as_json)

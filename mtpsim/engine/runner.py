@@ -112,6 +112,42 @@ def run_policy(exp: Experiment, policy: str, progress: Progress | None = None,
                   progress, idle_advances=cpu_clock, ids=ids)
 
 
+class _Observed:
+    """What the client side sees of each request while the workload is served."""
+
+    def __init__(self, n: int) -> None:
+        self.arrival = [math.nan] * n
+        self.first = [math.nan] * n
+        self.finish = [math.nan] * n
+        self.last_chunk = [math.nan] * n
+        self.itl: list[list[float]] = [[] for _ in range(n)]
+        self.n_out = [0] * n
+        self.tokens: list[list[int]] = [[] for _ in range(n)]
+        self.counters: list = [None] * n
+
+    def chunk(self, i: int, new_tokens: list[int], now: float) -> None:
+        """Request `i` streamed `new_tokens` at `now`: its first token or one more gap."""
+        if math.isnan(self.first[i]):
+            self.first[i] = now
+        else:
+            self.itl[i].append(now - self.last_chunk[i])
+        self.last_chunk[i] = now
+        self.n_out[i] += len(new_tokens)
+        self.tokens[i].extend(int(t) for t in new_tokens)
+
+    def records(self, ids: list[int], prompts: list[list[int]]) -> list[RequestRecord]:
+        """One record per request, as `vllm bench serve` would time it."""
+        records = []
+        for i, c in enumerate(self.counters):
+            records.append(RequestRecord(
+                request_id=str(ids[i]), input_len=len(prompts[i]), output_len=self.n_out[i],
+                arrival_s=self.arrival[i], first_token_s=self.first[i], finish_s=self.finish[i],
+                itl_s=self.itl[i], itl_count=[1] * len(self.itl[i]), num_drafts=c.num_drafts,
+                num_draft_tokens=c.num_draft_tokens, num_accepted_tokens=c.num_accepted_tokens,
+                accepted_per_pos=list(c.accepted_per_pos)))
+        return records
+
+
 def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, path: Path,
            device: torch.device, prompts: list[list[int]], out_lens: list[int], send: np.ndarray,
            conc: int, topk: int, progress: Progress | None,
@@ -127,14 +163,7 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
     def clock() -> float:
         return timer.now(device) - t0 - mtp.shadow_s + idle
 
-    arrival = [math.nan] * n
-    first = [math.nan] * n
-    finish = [math.nan] * n
-    last_chunk = [math.nan] * n
-    itl: list[list[float]] = [[] for _ in range(n)]
-    n_out = [0] * n
-    tokens: list[list[int]] = [[] for _ in range(n)]
-    counters: list = [None] * n
+    seen = _Observed(n)
     client = Client(send, w.max_concurrency)
     local = {str(g): j for j, g in enumerate(ids)}
     done = 0
@@ -142,7 +171,7 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
         for i, sent in client.send_until(clock()):
             engine.add_request(str(ids[i]), prompts[i], out_lens[i], w.temperature, w.ignore_eos,
                                seed=exp.seed * 1_000_003 + ids[i])
-            arrival[i] = sent
+            seen.arrival[i] = sent
         if not engine.has_unfinished():
             wait = max(0.0, client.next_send_s() - clock())
             if idle_advances:
@@ -155,30 +184,23 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
         for o in outs:
             i = local[o.request_id]
             if o.new_token_ids:
-                if math.isnan(first[i]):
-                    first[i] = now
-                else:
-                    itl[i].append(now - last_chunk[i])
-                last_chunk[i] = now
-                n_out[i] += len(o.new_token_ids)
-                tokens[i].extend(int(t) for t in o.new_token_ids)
+                seen.chunk(i, o.new_token_ids, now)
             if o.finished:
-                finish[i], counters[i] = now, o.counters
+                seen.finish[i], seen.counters[i] = now, o.counters
                 client.on_finish(now)
                 done += 1
                 if progress is not None:
                     progress(done, n)
     duration = clock()
+    return _result(exp, policy, engine, path, device, seen.records(ids, prompts), seen.tokens,
+                   duration, mtp.shadow_s, topk, conc), engine.trace
 
-    records = []
-    for i in range(n):
-        c = counters[i]
-        records.append(RequestRecord(
-            request_id=str(ids[i]), input_len=len(prompts[i]), output_len=n_out[i],
-            arrival_s=arrival[i], first_token_s=first[i], finish_s=finish[i],
-            itl_s=itl[i], itl_count=[1] * len(itl[i]), num_drafts=c.num_drafts,
-            num_draft_tokens=c.num_draft_tokens, num_accepted_tokens=c.num_accepted_tokens,
-            accepted_per_pos=list(c.accepted_per_pos)))
+
+def _result(exp: Experiment, policy: str, engine: SpecDecodeEngine, path: Path,
+            device: torch.device, records: list[RequestRecord], tokens: list[list[int]],
+            duration: float, shadow_s: float, topk: int, conc: int) -> Result:
+    """The run's Result: the requests' metrics, per-step phase times and the engine's counts;
+    the trace's meta says where it ran."""
     tr = engine.trace
     from mtpsim.uncertainty.domain import machine_info, setup_axes
 
@@ -191,7 +213,7 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
     draft_decode = totals["draft_decode_indexer"] + totals["draft_decode_rest"]
     draft = totals["draft_prefill"] + draft_decode
     calls = [sum(s.mtp_indexer_calls[i] for s in tr.steps) for i in range(exp.k)]
-    result = Result.from_requests(
+    return Result.from_requests(
         mode="reference", policy=policy, requests=records, duration_s=duration,
         counters=engine.stats, seed=exp.seed, experiment=portable(exp.source), spec=exp.to_dict(),
         phases={p: totals[p] / steps for p in PHASES},
@@ -201,9 +223,8 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
             output_tokens_sha256=hashlib.sha256(json.dumps(tokens).encode()).hexdigest(),
             weights=portable(path), index_topk=topk, max_num_seqs=conc,
             num_steps=len(tr.steps), phases_total_s=totals,
-            shadow_s=mtp.shadow_s, mtp_indexer_calls_per_step=calls,
+            shadow_s=shadow_s, mtp_indexer_calls_per_step=calls,
             mean_overlap_per_step=tr.mean_overlap(),
             indexer_share_of_draft_decode=totals["draft_decode_indexer"] / draft_decode
             if draft_decode else None,
             draft_share_of_step=draft / max(sum(totals.values()), 1e-12)))
-    return result, tr

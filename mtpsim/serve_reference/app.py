@@ -99,6 +99,14 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int,
     app = FastAPI(title="mtpsim reference server", docs_url=None, redoc_url=None)
     install_error_handlers(app)
     app.add_middleware(BodyLimit)
+    _add_status_routes(app, loop, model_name, max_model_len)
+    _add_generation_routes(app, loop, model_name, max_model_len)
+    return AccessLog(app, access_log) if access_log is not None else app
+
+
+def _add_status_routes(app: FastAPI, loop: EngineLoop, model_name: str,
+                       max_model_len: int) -> None:
+    """`/health`, `/v1/models`, vLLM-format `/metrics` and mtpsim's per-step indexer counts."""
     labels = {"engine": "0", "model_name": model_name}
 
     @app.get("/health", response_class=PlainTextResponse,
@@ -123,6 +131,12 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int,
         """MTP forwards and indexer runs per draft step since start (mtpsim extension)."""
         return loop.indexer.counts.to_json()
 
+
+def _add_generation_routes(app: FastAPI, loop: EngineLoop, model_name: str,
+                           max_model_len: int) -> None:
+    """`/v1/completions` and `/v1/chat/completions`: checked as vLLM checks them, then
+    generated on the engine loop."""
+
     def checked(req: CompletionRequest | ChatCompletionRequest, request: Request) -> None:
         media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media != "application/json":
@@ -137,7 +151,8 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int,
     async def completions(req: CompletionRequest, request: Request) -> Any:
         checked(req, request)
         max_tokens = 16 if req.max_tokens is None else req.max_tokens
-        return await _generate(request, req, _prompt_tokens(req.prompt), max_tokens, chat=False)
+        return await _generate(loop, model_name, request, req, _prompt_tokens(req.prompt),
+                               max_tokens, chat=False)
 
     @app.post("/v1/chat/completions", responses=ERROR_RESPONSES)
     async def chat(req: ChatCompletionRequest, request: Request) -> Any:
@@ -146,49 +161,51 @@ def create_app(loop: EngineLoop, model_name: str, max_model_len: int,
         asked = req.max_completion_tokens or req.max_tokens
         # vLLM's default for chat: whatever the context leaves.
         max_tokens = asked if asked is not None else max(1, max_model_len - len(tokens))
-        return await _generate(request, req, tokens, max_tokens, chat=True)
+        return await _generate(loop, model_name, request, req, tokens, max_tokens, chat=True)
 
-    async def _generate(request: Request, req: CompletionRequest | ChatCompletionRequest,
-                        tokens: list[int], max_tokens: int, chat: bool) -> Any:
-        request_id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
-        usage_wanted = bool(req.stream_options and req.stream_options.include_usage)
-        access = request.scope.get(KEY, {})
-        aio = asyncio.get_running_loop()
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        acked: asyncio.Future[str | None] = aio.create_future()
 
-        def to_loop(fn: Any, *args: Any) -> None:
-            try:
-                aio.call_soon_threadsafe(fn, *args)
-            except RuntimeError:  # the event loop is gone (shutdown); nothing to tell
-                pass
+async def _generate(loop: EngineLoop, model_name: str, request: Request,
+                    req: CompletionRequest | ChatCompletionRequest, tokens: list[int],
+                    max_tokens: int, chat: bool) -> Any:
+    """Submit one request to the engine loop, wait for it to be taken (or refused), then answer
+    with its stream, or with the whole completion unless the client hangs up first."""
+    request_id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
+    usage_wanted = bool(req.stream_options and req.stream_options.include_usage)
+    access = request.scope.get(KEY, {})
+    aio = asyncio.get_running_loop()
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    acked: asyncio.Future[str | None] = aio.create_future()
 
-        def chunks() -> AsyncIterator[Any]:
-            return _chunks(loop, queue, request_id, len(tokens), chat, bool(req.stream),
-                           usage_wanted, model_name, access)
-
-        async def whole() -> Response:
-            final: dict[str, Any] = {}
-            async for c in chunks():
-                final = c  # type: ignore[assignment]
-            return JSONResponse(final)
-
-        loop.submit(_Add(request_id, tokens, max_tokens, _temperature(req.temperature),
-                         req.ignore_eos, req.seed,
-                         sink=lambda out: to_loop(queue.put_nowait, out),
-                         ack=lambda err: to_loop(_resolve, acked, err)))
+    def to_loop(fn: Any, *args: Any) -> None:
         try:
-            err = await acked
-        except asyncio.CancelledError:
-            loop.abort(request_id)  # cancelled before the engine answered: it may take it
-            raise
-        if err is not None:
-            raise ApiError(503 if not loop.accepting else 400, err)
-        if req.stream:
-            return StreamingResponse(chunks(), media_type="text/event-stream")
-        return await _unless_disconnected(request, whole())
+            aio.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the event loop is gone (shutdown); nothing to tell
+            pass
 
-    return AccessLog(app, access_log) if access_log is not None else app
+    def chunks() -> AsyncIterator[Any]:
+        return _chunks(loop, queue, request_id, len(tokens), chat, bool(req.stream),
+                       usage_wanted, model_name, access)
+
+    async def whole() -> Response:
+        final: dict[str, Any] = {}
+        async for c in chunks():
+            final = c  # type: ignore[assignment]
+        return JSONResponse(final)
+
+    loop.submit(_Add(request_id, tokens, max_tokens, _temperature(req.temperature),
+                     req.ignore_eos, req.seed,
+                     sink=lambda out: to_loop(queue.put_nowait, out),
+                     ack=lambda err: to_loop(_resolve, acked, err)))
+    try:
+        err = await acked
+    except asyncio.CancelledError:
+        loop.abort(request_id)  # cancelled before the engine answered: it may take it
+        raise
+    if err is not None:
+        raise ApiError(503 if not loop.accepting else 400, err)
+    if req.stream:
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+    return await _unless_disconnected(request, whole())
 
 
 def _resolve(fut: asyncio.Future[str | None], err: str | None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,7 +153,28 @@ def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
                          overrides: Sequence[str] = ()) -> Experiment:
     """Validate an experiment given as nested dicts (as TOML would load it)."""
     raw = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in raw.items()}
-    overridden: set[tuple[str, ...]] = set()
+    overridden = _apply_overrides(raw, overrides)
+    for key in raw:
+        if key not in SECTIONS and key not in TOP_LEVEL:
+            src = OVERRIDE_SOURCE if any(o[0] == key for o in overridden) else source
+            raise SpecError(src, key, "unknown section or key; expected one of "
+                            f"{', '.join([*SECTIONS, *TOP_LEVEL])}")
+    built = _build_sections(raw, source, overridden)
+    exp = Experiment(**built, policies=_policies(raw, built, source, overridden),
+                     seed=_top(raw, "seed", 0, int, source, overridden),
+                     description=_top(raw, "description", "", str, source, overridden),
+                     source=source, overrides=tuple(overrides))
+    _check_across_sections(exp, source, overridden)
+    return exp
+
+
+Overridden = set[tuple[str, ...]]  # (section, key) or (key,) for each value a `--set` gave
+
+
+def _apply_overrides(raw: dict[str, Any], overrides: Sequence[str]) -> Overridden:
+    """Write each `--set section.key=value` into `raw` (nested dicts, in place); returns what
+    they set."""
+    overridden: Overridden = set()
     for text in overrides:
         keys, value = parse_override(text)
         node: dict[str, Any] = raw
@@ -164,21 +185,25 @@ def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
             node = child
         node[keys[-1]] = value
         overridden.add(tuple(keys[:2]))
+    return overridden
 
-    def source_of(section: str, preset_file: Path | None, from_preset: set[str]):
-        def find(key: str) -> str:
-            if (section, key) in overridden or (section,) in overridden:
-                return OVERRIDE_SOURCE
-            if preset_file is not None and key in from_preset:
-                return str(preset_file)
-            return source
-        return find
 
-    for key in raw:
-        if key not in SECTIONS and key not in TOP_LEVEL:
-            src = OVERRIDE_SOURCE if any(o[0] == key for o in overridden) else source
-            raise SpecError(src, key, "unknown section or key; expected one of "
-                            f"{', '.join([*SECTIONS, *TOP_LEVEL])}")
+def _source_of(source: str, overridden: Overridden, section: str, preset_file: Path | None,
+               from_preset: set[str]) -> Callable[[str], str]:
+    """Where each key of `section` came from, for its error: `--set`, the preset file or the
+    experiment."""
+    def find(key: str) -> str:
+        if (section, key) in overridden or (section,) in overridden:
+            return OVERRIDE_SOURCE
+        if preset_file is not None and key in from_preset:
+            return str(preset_file)
+        return source
+    return find
+
+
+def _build_sections(raw: dict[str, Any], source: str, overridden: Overridden) -> dict[str, Any]:
+    """Every section, validated: its table over its preset (model, hardware) and, for the
+    sections a model preset gives defaults for, over those defaults."""
     built: dict[str, Any] = {}
     # a model preset may also carry [uncertainty] defaults for that model (the deepseek-v3.2
     # preset's priors); below the experiment file, priors merged key by key
@@ -195,37 +220,56 @@ def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
                 table = {**table, "priors": {**extra["priors"], **table["priors"]}}
             preset_file, preset_keys = model_file, {k for k in extra if k not in table}
             table = {**extra, **table}
-        if section in ("model", "hardware"):
-            kind = "models" if section == "model" else "gpus"
-            name = table.get("preset", _default_preset(section, raw))
-            if not isinstance(name, str):
-                raise SpecError(source, f"{section}.preset", f"expected a string, got {name!r}")
-            if name:
-                if name not in available_presets(kind):
-                    raise SpecError(source_of(section, None, set())("preset"),
-                                    f"{section}.preset", f"expected one of "
-                                    f"{', '.join(available_presets(kind))}, got {name!r}")
-                preset_file = PRESETS_DIR / kind / f"{name}.toml"
-                preset = read_toml(preset_file, "preset")
-                if section == "model":
-                    model_file = preset_file
-                    for extra in PRESET_EXTRAS:
-                        if isinstance(preset.get(extra), dict):
-                            model_extras[extra] = preset.pop(extra)
-                preset_keys = set(preset) - set(table)
-                table = {"preset": name, **preset, **table}
+        if section in ("model", "hardware") and (
+                found := _read_preset(section, table, raw, source, overridden)) is not None:
+            name, preset_file, preset = found
+            if section == "model":
+                model_file = preset_file
+                for extra_section in PRESET_EXTRAS:
+                    if isinstance(preset.get(extra_section), dict):
+                        model_extras[extra_section] = preset.pop(extra_section)
+            preset_keys = set(preset) - set(table)
+            table = {"preset": name, **preset, **table}
         built[section] = build_section(cls, table, section,
-                                       source_of(section, preset_file, preset_keys))
+                                       _source_of(source, overridden, section, preset_file,
+                                                  preset_keys))
+    return built
 
-    def top(key: str, default: Any, tp: type) -> Any:
-        v = raw.get(key, default)
-        src = OVERRIDE_SOURCE if (key,) in overridden else source
-        if tp is int and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-            raise SpecError(src, key, f"expected an integer >= 0, got {v!r}")
-        if tp is str and not isinstance(v, str):
-            raise SpecError(src, key, f"expected a string, got {v!r}")
-        return v
 
+def _read_preset(section: str, table: dict[str, Any], raw: Mapping[str, Any], source: str,
+                 overridden: Overridden) -> tuple[str, Path, dict[str, Any]] | None:
+    """The preset a model or hardware table names (or the default one): its name, file and
+    keys; None for `preset = ""` (no preset)."""
+    kind = "models" if section == "model" else "gpus"
+    name = table.get("preset", _default_preset(section, raw))
+    if not isinstance(name, str):
+        raise SpecError(source, f"{section}.preset", f"expected a string, got {name!r}")
+    if not name:
+        return None
+    if name not in available_presets(kind):
+        raise SpecError(_source_of(source, overridden, section, None, set())("preset"),
+                        f"{section}.preset", f"expected one of "
+                        f"{', '.join(available_presets(kind))}, got {name!r}")
+    preset_file = PRESETS_DIR / kind / f"{name}.toml"
+    return name, preset_file, read_toml(preset_file, "preset")
+
+
+def _top(raw: Mapping[str, Any], key: str, default: Any, tp: type, source: str,
+         overridden: Overridden) -> Any:
+    """A top-level value (seed, description), checked for its type."""
+    v = raw.get(key, default)
+    src = OVERRIDE_SOURCE if (key,) in overridden else source
+    if tp is int and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+        raise SpecError(src, key, f"expected an integer >= 0, got {v!r}")
+    if tp is str and not isinstance(v, str):
+        raise SpecError(src, key, f"expected a string, got {v!r}")
+    return v
+
+
+def _policies(raw: Mapping[str, Any], built: dict[str, Any], source: str,
+              overridden: Overridden) -> tuple[str, ...]:
+    """The policies to compare (a list, or a comma-separated string); plain decoding (k = 0)
+    has one."""
     policies = raw.get("policies", ["fresh", "share"])
     psrc = OVERRIDE_SOURCE if ("policies",) in overridden else source
     if isinstance(policies, str):
@@ -237,24 +281,30 @@ def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
     if built["speculative"].num_speculative_tokens == 0:
         # plain decoding: no draft step, so the reuse policies are one and the same run
         policies = [NO_MTP]
-    exp = Experiment(**built, policies=tuple(policies), seed=top("seed", 0, int),
-                     description=top("description", "", str), source=source,
-                     overrides=tuple(overrides))
-    _check_across_sections(exp, source, overridden)
-    return exp
+    return tuple(policies)
 
 
 MIN_DATASET_LEN = 4  # vllm bench serve's is_valid_sequence min_len, prompt and output alike
+Src = Callable[[str, str], str]  # (section, key) -> where its value came from
 
 
-def _check_across_sections(exp: Experiment, source: str,
-                           overridden: set[tuple[str, ...]]) -> None:
-    """Impossible combinations that no single field can see."""
+def _check_across_sections(exp: Experiment, source: str, overridden: Overridden) -> None:
+    """Impossible combinations that no single field can see (the first one found is raised)."""
 
     def src(section: str, key: str) -> str:
         return OVERRIDE_SOURCE if (section, key) in overridden else source
 
-    m, e, a, c, w = exp.model, exp.engine, exp.acceptance, exp.calibration, exp.workload
+    _check_parallelism(exp, src)
+    _check_dataset_filter(exp, src)
+    _check_model(exp, src)
+    _check_batching(exp, src)
+    _check_acceptance(exp, src)
+    _check_calibration(exp, src)
+
+
+def _check_parallelism(exp: Experiment, src: Src) -> None:
+    """GPU count against dp x tp x pp; expert parallelism needs more than one GPU per stage."""
+    e = exp.engine
     if e.num_gpus and e.num_gpus != e.dp * e.tp * e.pp:
         raise SpecError(src("engine", "num_gpus"), "engine.num_gpus",
                         f"expected engine.dp x engine.tp x engine.pp = {e.dp * e.tp * e.pp} GPUs "
@@ -265,6 +315,12 @@ def _check_across_sections(exp: Experiment, source: str,
                         "expected dp x tp > 1 with expert parallelism (on one GPU every expert "
                         "is local: vLLM 0.33.0 turns EP off, fused_moe/config.py "
                         "FusedMoEParallelConfig.make)")
+
+
+def _check_dataset_filter(exp: Experiment, src: Src) -> None:
+    """`workload.max_total_len` (vllm bench's dataset filter): lognormal lengths whose means
+    fit inside it."""
+    w = exp.workload
     if w.max_total_len and (w.input_len_distribution, w.output_len_distribution) != ("lognormal",) * 2:
         raise SpecError(src("workload", "max_total_len"), "workload.max_total_len",
                         "expected lognormal input and output lengths with the dataset filter "
@@ -277,6 +333,11 @@ def _check_across_sections(exp: Experiment, source: str,
                         f"{w.input_len} in ({MIN_DATASET_LEN}, max_total_len / 2), output_len "
                         f"{w.output_len} > {MIN_DATASET_LEN}, their sum under max_total_len), "
                         f"got {w.max_total_len}")
+
+
+def _check_model(exp: Experiment, src: Src) -> None:
+    """The model against itself, its family, the tensor parallelism and the hardware."""
+    m, e = exp.model, exp.engine
     if m.num_heads % e.tp:
         raise SpecError(src("engine", "tp"), "engine.tp",
                         f"expected a divisor of model.num_heads ({m.num_heads}), got {e.tp}")
@@ -294,6 +355,12 @@ def _check_across_sections(exp: Experiment, source: str,
         raise SpecError(src("model", "quantization"), "model.quantization",
                         f"nvfp4 needs FP4 tensor cores; hardware {exp.hardware.name!r} has none "
                         "(use fp8 or bf16)")
+
+
+def _check_batching(exp: Experiment, src: Src) -> None:
+    """A decoding request fits a step; without chunked prefill, so does every prompt; uniform
+    lengths have a range ratio below 1."""
+    e, w = exp.engine, exp.workload
     if e.max_num_batched_tokens < 1 + exp.k:
         raise SpecError(src("engine", "max_num_batched_tokens"), "engine.max_num_batched_tokens",
                         f"expected >= 1 + num_speculative_tokens ({1 + exp.k}) so that one "
@@ -309,6 +376,12 @@ def _check_across_sections(exp: Experiment, source: str,
             raise SpecError(src("workload", f"{name}_len_spread"), f"workload.{name}_len_spread",
                             f"expected a range ratio in [0, 1) for a uniform distribution, "
                             f"got {spread}")
+
+
+def _check_acceptance(exp: Experiment, src: Src) -> None:
+    """Each list of acceptance rates: a known policy, one rate per draft position (unless a
+    calibration file replaces them), marginal rates non-increasing."""
+    a, c = exp.acceptance, exp.calibration
     for label, rates in [("acceptance.per_position", a.per_position),
                          *[(f"acceptance.policy_rates.{p}", r) for p, r in a.policy_rates.items()]]:
         if label.startswith("acceptance.policy_rates.") and label.rsplit(".", 1)[1] not in POLICIES:
@@ -324,6 +397,11 @@ def _check_across_sections(exp: Experiment, source: str,
             except ValueError as err:
                 raise SpecError(src("acceptance", label.split(".")[1]), label,
                                 f"expected non-increasing marginal rates ({err})") from None
+
+
+def _check_calibration(exp: Experiment, src: Src) -> None:
+    """Measured rows hold plausible numbers; a fit names a measured policy and metrics."""
+    c = exp.calibration
     for policy, row in c.measured.items():
         for key, v in row.items():
             values = v if isinstance(v, tuple) else (v,)
