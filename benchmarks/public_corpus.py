@@ -50,6 +50,15 @@ SERIAL_HOST_VERSIONS = ("0.13.0", "nightly (Dec 2025)")
 # sampler sort-based on 18 January 2026, and 0.14.1 is a patch release of 0.14): `apply_top_k_top_p`
 # sorts every sampled row's whole vocabulary (FlashInfer's sampler was opt-in)
 SORT_SAMPLER_VERSIONS = (*SERIAL_HOST_VERSIONS, "0.14.1")
+# Engines that called FlashMLA's BF16 sparse kernel without each row's count of valid top-k
+# entries, so it multiplied the full -1-padded top-k width for every query row: vLLM before PR
+# #36616 (opened 2026-03-10, approved 2026-06-05; every vLLM version of the corpus but the PR
+# #47352 main of July 2026) and SGLang before PR #31128 (2026-07-14: its DSA backend "never passed
+# it, so every row whose context is shorter than index_topk scanned the full -1-padded top-k
+# width for nothing")
+FULL_WIDTH_VERSIONS = {"vllm": ("0.13.0", "nightly (Dec 2025)", "0.14.1",
+                                "main (Feb 2026, before PR #33680)"),
+                       "sglang": ("0.5.6.post2",)}
 # DeepSeek-V3.2's model card recommends temperature 1.0 and top_p 0.95 for local deployment; vLLM
 # serves the checkpoint's generation config as the default, assumed to carry them
 DEEPSEEK_TOP_P = 0.95
@@ -97,6 +106,8 @@ def experiment_text(row: dict) -> str:
         *([f"dp = {row['dp']}", f"ep = {'true' if row['ep'] else 'false'}"] if row["dp"] > 1 else []),
         *(["indexer_row_sharding = false  # every TP rank scored every prompt row before vLLM PR #54394"]
           if row["engine"] == "vllm" and row["tp"] > 1 else []),
+        *(["sparse_topk_length = false  # full top-k width per row before vLLM PR #36616 / SGLang PR #31128"]
+          if row["engine_version"] in FULL_WIDTH_VERSIONS.get(row["engine"], ()) else []),
         *(["api_server_count = 1  # vLLM's default before PR #32525"]
           if row["dp"] > 1 and row["engine_version"] in ONE_API_SERVER_VERSIONS else []),
         f"max_num_seqs = {seqs}",

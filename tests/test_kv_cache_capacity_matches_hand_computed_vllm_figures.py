@@ -76,9 +76,9 @@ def test_kv_bytes_per_token_follow_the_cache_dtype_vllm_resolves():
 def test_a_bf16_cache_makes_decode_attention_read_more():
     keys = 256 * 2048.0  # 256 queries, each reading its top-2048 latents, per layer
     cm = CostModel(_exp(), "fresh")
-    bf16 = cm._attention(61, keys)
+    bf16 = cm._attention(61, keys, 256)
     assert bf16 == pytest.approx(61 * keys * 1152 / cm._hbm)  # memory-bound on the bf16 bytes
-    assert bf16 > CostModel(_exp(kv_cache_dtype="fp8"), "fresh")._attention(61, keys)
+    assert bf16 > CostModel(_exp(kv_cache_dtype="fp8"), "fresh")._attention(61, keys, 256)
 
 
 def test_blocks_are_the_budget_less_weights_and_reserve_over_the_block_bytes_less_the_null_block():

@@ -91,6 +91,15 @@ TOPP_S_PER_LOGIT = {"sort": _SORT, "flashinfer": _SORT * 0.372 / 6.150,
 # Blackwell is left to the efficiency (the README's B200 figure, 350 TFLOPS, is "not really
 # optimized yet", and vLLM 0.33.0 has other sparse MLA backends there).
 FLASHMLA_SM90_SHARE = {"fp8": 410 / 989, "bfloat16": 640 / 989}
+# How many top-k slots FlashMLA's Hopper kernels multiply per query row. Its DeepSeek-V3.2 FP8
+# sparse decode kernel (csrc/sm90/decode/sparse_fp8/splitkv_mla.cuh, `ModelType::V32`) loops over
+# all `topk` slots of a row whatever its context (the row's length is read for MODEL1 only), and
+# the BF16 sparse kernel (csrc/sm90/prefill/sparse/phase1.cuh) runs topk / B_TOPK blocks unless
+# the caller passes `topk_length` (then ceil(length / B_TOPK)). A -1 slot is masked, not skipped:
+# its MMA and softmax run, its gather does not reach HBM (FlashMLA PR #196 measured on Blackwell:
+# "tensor-pipe busy cycles are a constant ~1024 cycles per k-block whether or not the block
+# contains any valid index ... while DRAM bytes stay identical"). So on Hopper a row shorter than
+# top-k costs the FLOPs of the full width and the bytes of its valid keys (`_flop_keys`).
 # vLLM 0.33.0's default capture ceiling in tokens (`VllmConfig._set_cudagraph_sizes`, config/vllm.py):
 # min(max_num_seqs x (1 + k) x 2, 512; 1024 on Blackwell), capped at max_num_batched_tokens; uniform
 # decode batches are captured up to it. A step over it runs without CUDA graphs.
@@ -154,6 +163,7 @@ class CostModel:
     _graph_max: int = field(init=False, repr=False, compare=False)  # CUDA-graph ceiling, tokens
     _topp: tuple | None = field(init=False, repr=False, compare=False)  # s/row: sampler, drafts
     _attn_rate: float = field(init=False, repr=False, compare=False)  # sparse MLA FLOP/s
+    _full: tuple = field(init=False, repr=False, compare=False)  # (decode, prompt) rows full width
 
     def __post_init__(self) -> None:
         hw, c = self.exp.hardware, self.exp.calibration
@@ -178,6 +188,8 @@ class CostModel:
         object.__setattr__(self, "_graph_max", cudagraph_max_tokens(self.exp))
         object.__setattr__(self, "_topp", topp_seconds_per_row(self.exp))
         object.__setattr__(self, "_attn_rate", sparse_mla_rate(self.exp, self._rates["bf16"]))
+        object.__setattr__(self, "_full", (full_width_rows(self.exp, False),
+                                           full_width_rows(self.exp, True)))
 
     # ---- derived constants -------------------------------------------------------------------
     def _params(self) -> dict[str, float]:
@@ -361,18 +373,24 @@ class CostModel:
         heads = self.exp.model.num_heads / self._tp
         return FP8_DECODE_HEADS[0] if heads <= FP8_DECODE_HEADS[0] else FP8_DECODE_HEADS[1]
 
-    def _attention(self, n_layers: int, keys: Num) -> Num:
-        """Sparse MLA decode / verify: each query reads min(context, top-k) latent entries per
-        layer and multiplies them with the kernel's padded heads (`_decode_heads`), so verify
-        tokens cost FLOPs as well as bytes: at thousands of queries per step it is compute-bound."""
+    def _flop_keys(self, keys: Num, rows: Num, prefill: bool) -> Num:
+        """Top-k slots the kernel multiplies: `rows` x top-k at full width (`full_width_rows`),
+        else the valid `keys`."""
+        return rows * self.exp.index_topk if self._full[prefill] else keys
+
+    def _attention(self, n_layers: int, keys: Num, rows: Num) -> Num:
+        """Sparse MLA decode / verify over `rows` query rows: each reads its min(context, top-k)
+        latent entries (`keys` in all) per layer and multiplies the kernel's slots (`_flop_keys`)
+        with its padded heads (`_decode_heads`), so verify tokens cost FLOPs as well as bytes: at
+        thousands of queries per step it is compute-bound."""
         m = self.exp.model
         nbytes = n_layers * keys * self._mla
-        flops = n_layers * keys * 2 * self._decode_heads() * (2 * m.kv_lora_rank
-                                                              + m.qk_rope_head_dim)
+        flops = n_layers * self._flop_keys(keys, rows, False) * 2 * self._decode_heads() * (
+            2 * m.kv_lora_rank + m.qk_rope_head_dim)
         return self._roof(nbytes, flops / self._attn_rate,
                           n_layers * KERNELS["attention"]) * (keys > 0)
 
-    def _prefill_attention(self, n_layers: int, keys: Num, reads: Num) -> Num:
+    def _prefill_attention(self, n_layers: int, keys: Num, reads: Num, rows: Num) -> Num:
         """Sparse MLA over prompt chunks as vLLM 0.33.0 runs it (FlashMLASparseImpl in
         v1/attention/backends/mla/flashmla_sparse.py). With >= 32 heads per rank the BF16
         prefill kernel runs on heads padded to a multiple of 64, over the fp8 cache upconverted
@@ -393,7 +411,7 @@ class CostModel:
             # an fp8 cache is upconverted to the bf16 workspace first; a bf16 one is read as is
             convert = reads * (self._mla + latent) if self._mla != latent else 0.0 * reads
             nbytes = n_layers * (convert + keys * latent)
-        flops = n_layers * keys * padded * per_key
+        flops = n_layers * self._flop_keys(keys, rows, True) * padded * per_key
         return self._roof(nbytes, flops / self._attn_rate,
                           n_layers * KERNELS["attention"]) * (keys > 0)
 
@@ -478,9 +496,9 @@ class CostModel:
         keys, `pkeys` / `preads` the prompt chunks' keys and context read; `requests` decoding
         requests and `ptokens` prompt tokens for the linear-attention layers' states."""
         st = self._stack
-        attention = self._attention(st.mla, keys)
+        attention = self._attention(st.mla, keys, tokens - ptokens)
         if np.any(pkeys):
-            attention = attention + self._prefill_attention(st.mla, pkeys, preads)
+            attention = attention + self._prefill_attention(st.mla, pkeys, preads, ptokens)
         total = (self._gemms(tokens, st.mla, st.dense, st.moe, st.indexer)
                  + attention
                  + self._indexer(st.indexer, pairs, reads)
@@ -507,7 +525,7 @@ class CostModel:
         topk = self._roof(st.indexer * pairs * 4 * TOPK_PASSES, 0.0, st.indexer * KERNELS["topk"])
         parts = {"linear layers (attention projections, dense MLP, indexer)": linear,
                  "MoE experts (grouped GEMMs)": moe,
-                 "sparse MLA attention": self._prefill_attention(st.mla, keys, end),
+                 "sparse MLA attention": self._prefill_attention(st.mla, keys, end, tokens),
                  "indexer logits (q·k over all earlier keys)": logits,
                  "top-k selection": topk,
                  "TP all-reduce + top-k all-gather": (self._allreduce(st.layers, tokens)
@@ -557,8 +575,8 @@ class CostModel:
         draft_prefill = (
             self._gemms(d_tok, n_mtp, 0, n_mtp, n_mtp if own_indexer else 0,
                         n_mtp * self._params()["eh_proj"])
-            + self._attention(n_mtp, q * s.decode_keys)
-            + (self._prefill_attention(n_mtp, s.prefill_keys, s.prefill_reads)
+            + self._attention(n_mtp, q * s.decode_keys, v_tok)
+            + (self._prefill_attention(n_mtp, s.prefill_keys, s.prefill_reads, s.prefill_tokens)
                if np.any(s.prefill_keys) else 0.0)
             + (self._indexer(n_mtp, q * s.decode_ctx + s.prefill_pairs / shards,
                              s.decode_ctx + s.prefill_reads)
@@ -574,7 +592,7 @@ class CostModel:
         b = s.num_draft
         if steps and np.any(b):  # every term below is 0 at steps with no drafting request
             rest = steps * (self._gemms(b, n_mtp, 0, n_mtp, 0, n_mtp * self._params()["eh_proj"])
-                            + self._attention(n_mtp, s.draft_keys)
+                            + self._attention(n_mtp, s.draft_keys, b)
                             + self._allreduce(n_mtp, b, n_mtp) + self._head(b))
             if t.runs_indexer(1):
                 indexer = steps * (self._gemms(b, 0, 0, 0, n_mtp)
@@ -643,6 +661,20 @@ def sparse_mla_rate(exp: Experiment, bf16_rate: float) -> float:
         return bf16_rate
     share = FLASHMLA_SM90_SHARE["fp8" if kv_cache_dtype(exp) == "fp8" else "bfloat16"]
     return min(bf16_rate, exp.hardware.bf16_tflops * 1e12 * share)
+
+
+def full_width_rows(exp: Experiment, prefill: bool) -> bool:
+    """Whether FlashMLA's Hopper kernel for decode (`prefill` False) or prompt rows multiplies
+    every top-k slot (the note under FLASHMLA_SM90_SHARE): always the FP8 decode kernel, which
+    runs an fp8 cache's decode rows and, below 32 heads per rank, its prompt rows too (vLLM
+    0.33.0 `fp8_use_mixed_batch`, v1/attention/backends/mla/flashmla_sparse.py); the BF16 kernel
+    (every row of a bf16 cache, an fp8 cache's prompt rows at >= 32 heads) unless
+    `engine.sparse_topk_length`. Other GPUs: valid keys only (their kernels were not read)."""
+    if not exp.hardware.name.upper().startswith("H"):
+        return False
+    if kv_cache_dtype(exp) == "fp8" and (not prefill or exp.model.num_heads / exp.engine.tp < 32):
+        return True
+    return not exp.engine.sparse_topk_length
 
 
 def cudagraph_max_tokens(exp: Experiment) -> int:

@@ -165,6 +165,12 @@ class EngineSpec:
                                         "August 2026 says main recomputed the same logits and "
                                         "top-k on every rank before); off, every rank scores "
                                         "every prompt row")
+    sparse_topk_length: bool = option(True, "the BF16 sparse MLA kernel is told each query "
+                                      "row's count of valid top-k entries and stops there "
+                                      "(vLLM 0.33.0, since vLLM PR #36616 of mid-2026); off "
+                                      "(vLLM and SGLang before it), FlashMLA multiplies the "
+                                      "full -1-padded top-k width for every row, however short "
+                                      "its context (Hopper)")
     api_server_count: int = option(0, "vLLM --api-server-count: API-server processes in front "
                                    "of the engines (0 = vLLM 0.33.0's default, one per DP rank; "
                                    "vLLM before 0.15 ran one for all ranks)", in_range(0, 1024))
