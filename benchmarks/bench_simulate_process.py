@@ -17,8 +17,9 @@ Bytecode: where PYTHONDONTWRITEBYTECODE is set (this project's shared machine se
 editable checkout's modules are compiled from source on every run. The rows marked "bytecode
 cached" run with Python's default instead (bytecode written once, here to a temporary
 PYTHONPYCACHEPREFIX, as a pip-installed mtpsim has it from its install), after one warm-up run.
-The other rows write to /dev/null; "to a terminal" writes to a pseudo-terminal, where the
-tables are rich's, in colour (80 columns).
+The other rows write to /dev/null; "to a terminal" writes stdout to a pseudo-terminal (80
+columns, TERM=xterm-256color), where the tables are in rich's styles, and "to a terminal, as a
+shell runs it" stderr too (where `simulate` may also show progress bars), as when a user runs it.
 
 `--instructions` also counts the instructions of one `mtpsim simulate` (valgrind's callgrind),
 as this machine runs it and with bytecode cached, here and in DIR: a figure the machine's load
@@ -57,16 +58,18 @@ COMMANDS: dict[str, list[str]] = {
 }
 
 
-def timed(cmd: list[str], env: dict[str, str], cwd: Path, tty: bool = False) -> tuple[float, float]:
-    """(wall s, CPU s of the child) of one run; `tty`: its stdout a terminal (a pseudo-terminal
-    drained by a thread), as when a user runs it, instead of /dev/null."""
+def timed(cmd: list[str], env: dict[str, str], cwd: Path, tty: str = "") -> tuple[float, float]:
+    """(wall s, CPU s of the child) of one run; `tty` "stdout": its stdout a terminal (a
+    pseudo-terminal drained by a thread) instead of /dev/null; "both": stderr too, as when a
+    user runs it in a shell; "": neither (stderr is this script's)."""
     master, out = pty.openpty() if tty else (-1, subprocess.DEVNULL)
     drain = threading.Thread(target=_drain, args=(master,)) if tty else None
     if drain is not None:
         drain.start()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, env=env, stdout=out, check=True)
+    subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=out if tty == "both" else None,
+                   check=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if drain is not None:
@@ -93,6 +96,12 @@ def _env(root: Path, pycache: Path | None = None) -> dict[str, str]:
     return env
 
 
+def _terminal(env: dict[str, str]) -> dict[str, str]:
+    """A colour terminal of 80 columns, whatever this script's environment says."""
+    env = {k: v for k, v in env.items() if k not in ("COLUMNS", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE")}
+    return {**env, "TERM": "xterm-256color"}
+
+
 def installed_case(python: str, tmp: Path) -> tuple[list[str], Path, dict[str, str]]:
     """`python -m mtpsim simulate` of an installed mtpsim: run where no mtpsim/ folder is on the
     path (only the experiment files and the uncertainty summary its headline quotes)."""
@@ -109,18 +118,21 @@ def installed_case(python: str, tmp: Path) -> tuple[list[str], Path, dict[str, s
 
 def process_table(repeat: int, baseline: Path | None, tmp: Path, installed: str | None = None) -> None:
     sim = COMMANDS[f"mtpsim simulate {EXP}"]
-    cases = {name: (cmd, ROOT, _env(ROOT), False) for name, cmd in COMMANDS.items()}
+    cases = {name: (cmd, ROOT, _env(ROOT), "") for name, cmd in COMMANDS.items()}
     if installed is not None:
         cmd, run, env = installed_case(installed, tmp)
-        cases[f"mtpsim simulate {EXP}, installed (no -e)"] = (cmd, run, env, False)
-    cases[f"mtpsim simulate {EXP}, bytecode cached"] = (sim, ROOT, _env(ROOT, tmp / "this"), False)
-    cases[f"mtpsim simulate {EXP}, to a terminal"] = (sim, ROOT, _env(ROOT), True)
-    if baseline is not None:
-        base = baseline.resolve()
-        cases[f"baseline: mtpsim simulate {EXP}"] = (sim, base, _env(base), False)
-        cases[f"baseline: mtpsim simulate {EXP}, bytecode cached"] = (sim, base, _env(base, tmp / "base"),
-                                                                     False)
-        cases[f"baseline: mtpsim simulate {EXP}, to a terminal"] = (sim, base, _env(base), True)
+        cases[f"mtpsim simulate {EXP}, installed (no -e)"] = (cmd, run, env, "")
+    for label, root in (("", ROOT), *([] if baseline is None else [("baseline: ", baseline.resolve())])):
+        cache = tmp / ("base" if label else "this")
+        if label:
+            cases[f"{label}mtpsim simulate {EXP}"] = (sim, root, _env(root), "")
+        cases[f"{label}mtpsim simulate {EXP}, bytecode cached"] = (sim, root, _env(root, cache), "")
+        cases[f"{label}mtpsim simulate {EXP}, to a terminal"] = (sim, root, _terminal(_env(root)),
+                                                                "stdout")
+        cases[f"{label}the same, to a terminal, as a shell runs it"] = (sim, root, _terminal(_env(root)),
+                                                                       "both")
+        cases[f"{label}the same, as a shell runs it, bytecode cached"] = (
+            sim, root, _terminal(_env(root, cache)), "both")
     for cmd, root, env, tty in cases.values():  # warm-up: writes the cached bytecode
         timed(cmd, env, root, tty)
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}

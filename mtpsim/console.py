@@ -45,9 +45,10 @@ class StdConsole:
 
     @property
     def width(self) -> int:
-        from mtpsim.plainprint import console_width, is_plain
+        from mtpsim.plainprint import console_width, styles
 
-        width = console_width() if is_plain(self._stream()) else None
+        # a file or a terminal: the width rich gives it (a dumb terminal: rich's own)
+        width = console_width() if styles(self._stream()) is not None else None
         return self.current().width if width is None else width
 
     def print(self, *objects: Any, **kwargs: Any) -> None:

@@ -1,12 +1,16 @@
-"""Tables and lines printed as rich prints them to a file, without importing rich's console.
+"""Tables and lines printed as rich prints them, without importing rich's console.
 
 Importing rich's console and table layers and laying a table out through them costs ~0.1 CPU-s,
-a quarter of what a short `mtpsim simulate` took before. When the output is not a terminal (so
-rich prints no style at all), `Table` (the subset of `rich.table.Table` the reports use) and
-plain strings are laid out here with rich's own word-wrapping and cell widths. Whatever this
-module does not lay out exactly as rich does (a table that does not fit and would wrap a
-column, markup, emoji codes, control characters, another box or justification) returns None,
-and rich prints it instead (`Table.__rich__`). A test compares the two renderings byte for byte.
+a quarter of what a short `mtpsim simulate` took before. `Table` (the subset of
+`rich.table.Table` the reports use) and plain strings are laid out here with rich's own
+word-wrapping and cell widths: to a file, where rich prints no style at all, and to a terminal,
+where rich's default theme styles a table's title (italic), header (bold) and caption (dim
+italic) and a `Styled` cell has its colour; each styled piece is written as rich writes its
+segments (SGR codes around it, reset after). Whatever this module does not lay out exactly as
+rich does (a table that does not fit and would wrap a column, markup, emoji codes, control
+characters, a highlighted string or a style other than a standard colour in a terminal, another
+box or justification, a dumb terminal) returns None, and rich prints it instead
+(`Table.__rich__`). Tests compare the renderings byte for byte.
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
 
 # rich.box.HEAVY_HEAD: top, header, header rule, body, bottom (left, fill, divider, right)
 _TOP, _HEAD, _RULE, _BODY, _BOTTOM = "┏━┳┓", "┃ ┃┃", "┡━╇┩", "│ ││", "└─┴┘"
+# SGR parameters of rich's default theme: table.header, table.title, table.caption
+_BOLD, _ITALIC, _DIM_ITALIC = "1", "3", "2;3"
+_COLOR = re.compile(r"color\((\d{1,2})\)")
+Segment = tuple[str, "str | None"]  # text and its SGR parameters (None: unstyled)
 
 
 @dataclass
@@ -116,36 +124,60 @@ class Table:
     def _extra(self) -> int:
         return len(self.columns) + 1 if self.box else 0
 
-    def lines(self, width: int) -> list[str] | None:
+    def lines(self, width: int, styled: bool = False, colours: bool = True) -> list[str] | None:
         """The table printed at console width `width`, or None where rich would lay it out
-        otherwise (a column to wrap, a title or cell rich would change)."""
+        otherwise (a column to wrap, a title or cell rich would change). `styled`: as rich prints
+        it to a terminal (title, header, caption and `Styled` cells in their styles; `colours`
+        False: without colours, as rich does under NO_COLOR)."""
         widths = self.natural_widths()
         if not self.columns or widths is None or sum(widths) > width - self._extra():
             return None
         if self.title_justify != "left" or self.caption_justify != "left" and self.caption:
             return None
+        if styled and any(w == sum(self._pad(i)) for i, w in enumerate(widths)):
+            return None  # an empty column rich writes as one segment, padding and all
         total = sum(widths) + self._extra()
         title, caption = _annotation(self.title, total), _annotation(self.caption, total)
         if title is None or caption is None:
             return None
-        out = [*title, *([_rule(_TOP, widths)] if self.box else [])]
-        rows = [[col.header for col in self.columns]]
-        rows += [[str(col._cells[i]) for col in self.columns] for i in range(self.row_count)]
+        rows = [[(col.header, _BOLD if styled else None) for col in self.columns]]
+        for i in range(self.row_count):
+            row = [_cell_style(col._cells[i], styled, colours) for col in self.columns]
+            if any(style is False for _, style in row):
+                return None  # a style only rich knows how to write
+            rows.append(row)  # type: ignore[arg-type]
+        out = [_sgr(ln, _ITALIC if styled else None) for ln in title]
+        out += [_rule(_TOP, widths)] if self.box else []
         for r, row in enumerate(rows):
-            cells = [self._cell(text, col, w) for text, col, w in zip(row, self.columns, widths, strict=True)]
-            height = max(map(len, cells))
-            # header cells sit at the bottom of their row, body cells at the top (rich's rule)
-            cells = [[" " * w] * (height - len(c)) + c if r == 0 else c + [" " * w] * (height - len(c))
-                     for c, w in zip(cells, widths, strict=True)]
-            edge = _HEAD if r == 0 else _BODY
-            for k in range(height):
-                parts = [c[k] for c in cells]
-                out.append(f"{edge[0]}{edge[2].join(parts)}{edge[3]}" if self.box else "".join(parts))
+            out += self._row_lines(row, widths, header=r == 0)
             if r == 0 and self.box:
                 out.append(_rule(_RULE, widths))
-        return [*out, *([_rule(_BOTTOM, widths)] if self.box else []), *caption]
+        out += [_rule(_BOTTOM, widths)] if self.box else []
+        return out + [_sgr(ln, _DIM_ITALIC if styled else None) for ln in caption]
 
-    def _cell(self, text: str, col: Column, width: int) -> list[str]:
+    def _row_lines(self, row: list[tuple[str, str | None]], widths: list[int],
+                   header: bool) -> list[str]:
+        """One row's lines: each cell's lines, padded to the row's height (header cells sit at
+        the bottom of their row, body cells at the top: rich's rule). A header filler line is in
+        the header's style, a body cell's in none (rich pads with the cell's style)."""
+        cells = [self._cell(text, col, w, style, style if header else None)
+                 for (text, style), col, w in zip(row, self.columns, widths, strict=True)]
+        height = max(map(len, cells))
+        filled = []
+        for (_, style), c, w in zip(row, cells, widths, strict=True):
+            filler = [[(" " * w, style if header else None)]] * (height - len(c))
+            filled.append(filler + c if header else c + filler)
+        edge = _HEAD if header else _BODY
+        out = []
+        for k in range(height):
+            parts = ["".join(_sgr(t, st) for t, st in c[k]) for c in filled]
+            out.append(f"{edge[0]}{edge[2].join(parts)}{edge[3]}" if self.box else "".join(parts))
+        return out
+
+    def _cell(self, text: str, col: Column, width: int, style: str | None,
+              pad_style: str | None) -> list[list[Segment]]:
+        """A cell's lines as rich's segments: left padding, the justified text, right padding
+        (the padding in the cell's style: the header's, or none in the body)."""
         from rich.cells import cell_len
 
         left, right = self._pad(col._index)
@@ -157,8 +189,27 @@ class Table:
                 ln = " " * (inner - cell_len(ln)) + ln
             else:
                 ln += " " * (inner - cell_len(ln))
-            lines.append(" " * left + ln + " " * right)
+            lines.append([(" " * left, pad_style), (ln, style), (" " * right, pad_style)])
         return lines
+
+
+def _cell_style(cell: Any, styled: bool, colours: bool) -> tuple[str, str | None | bool]:
+    """A body cell's text and SGR parameters: a `Styled` cell's standard colour (color(0) to
+    color(15)) in a terminal; False for a style this module does not write."""
+    if not isinstance(cell, Styled) or not styled:
+        return str(cell), None
+    m = _COLOR.fullmatch(cell.style.strip())
+    if m is None or int(m.group(1)) > 15:
+        return cell.text, False
+    if not colours:
+        return cell.text, None
+    n = int(m.group(1))
+    return cell.text, str(30 + n if n < 8 else 90 + n - 8)
+
+
+def _sgr(text: str, params: str | None) -> str:
+    """`text` as rich writes a segment in a style: SGR on, the text, reset; empty text as is."""
+    return f"\x1b[{params}m{text}\x1b[0m" if params and text else text
 
 
 def _rule(chars: str, widths: Sequence[int]) -> str:
@@ -203,15 +254,17 @@ def wrap(text: str, width: int) -> list[str]:
 
 def printed(obj: object, stream: Any, markup: bool = True, emoji: bool = True,
             soft_wrap: bool = False, highlight: bool | None = None) -> str | None:
-    """What rich's Console().print(obj, ...) writes to `stream`, or None where it is not plain
-    (a terminal, markup or emoji codes to read, a table rich would wrap)."""
+    """What rich's Console().print(obj, ...) writes to `stream`, or None where this module does
+    not lay it out as rich does (markup or emoji codes to read, a table rich would wrap, a string
+    rich would highlight in a terminal, a terminal whose styles rich decides otherwise)."""
     width = console_width()
-    if width is None or not is_plain(stream):
+    styled = styles(stream)
+    if width is None or styled is None:
         return None
     if isinstance(obj, Table):
-        lines = obj.lines(width)
+        lines = obj.lines(width, styled, colours=os.environ.get("NO_COLOR", "") == "")
         return None if lines is None else "".join(f"{ln}\n" for ln in lines)
-    if not isinstance(obj, str) or _CONTROL.search(obj) or (
+    if not isinstance(obj, str) or _CONTROL.search(obj) or (styled and highlight is not False) or (
             markup and ("\\[" in obj or RE_TAGS.search(obj))) or (emoji and RE_EMOJI.search(obj)):
         return None
     return f"{obj}\n" if soft_wrap else "".join(f"{ln}\n" for ln in wrap(obj, width))
@@ -253,7 +306,20 @@ def is_terminal(stream: Any) -> bool | None:
         return False
 
 
+def styles(stream: Any) -> bool | None:
+    """Whether rich prints styles to `stream` (UTF-8): False where it is not a terminal, True
+    where it is (bold, italic and dim whatever the colour system, colours unless NO_COLOR);
+    None where rich decides otherwise or lays out otherwise (another encoding, a dumb terminal,
+    which rich gives no colour system and 80 columns; Windows, Jupyter, IDLE)."""
+    encoding = (getattr(stream, "encoding", "utf-8") or "utf-8").lower()
+    tty = is_terminal(stream)
+    if tty is None or not encoding.startswith("utf"):
+        return None
+    if tty and os.environ.get("TERM", "").lower() in ("dumb", "unknown"):  # rich's is_dumb_terminal
+        return None
+    return tty
+
+
 def is_plain(stream: Any) -> bool:
     """Whether rich would print to `stream` without any style (not a terminal, UTF-8)."""
-    encoding = (getattr(stream, "encoding", "utf-8") or "utf-8").lower()
-    return is_terminal(stream) is False and encoding.startswith("utf")
+    return styles(stream) is False

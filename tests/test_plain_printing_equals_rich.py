@@ -1,13 +1,18 @@
-"""Printed to a file, `mtpsim simulate` lays its tables and lines out without rich's console
-(`mtpsim.plainprint`) and writes byte for byte what rich writes: the whole output at several
-widths, random tables and lines, and rich's own view of the terminal (width, is it one)."""
+"""Printed to a file or a terminal, `mtpsim simulate` lays its tables and lines out without
+rich's console (`mtpsim.plainprint`) and writes byte for byte what rich writes: the whole output at
+several widths (in a terminal: with rich's styles, with and without NO_COLOR), random tables and
+lines, rich's own view of the terminal (width, is it one), and a process printing to a
+pseudo-terminal imports no rich console."""
 
 from __future__ import annotations
 
 import io
+import os
+import pty
 import random
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -24,10 +29,14 @@ ROOT = Path(__file__).resolve().parents[1]
 PR = str(ROOT / "experiments" / "pr47352.toml")
 
 
-def _simulate(args: list[str], width: int) -> str:
-    r = CliRunner().invoke(app, ["simulate", *args], env={"COLUMNS": str(width)})
+def _simulate(args: list[str], width: int, env: dict[str, str] | None = None) -> str:
+    r = CliRunner().invoke(app, ["simulate", *args], env={"COLUMNS": str(width), **(env or {})})
     assert r.exit_code == 0, r.output
-    return r.output.rsplit("\nsimulated ", 1)[0]  # the last line holds the wall time
+    return r.stdout.rsplit("\nsimulated ", 1)[0]  # the last line holds the wall time
+
+
+# rich's is_terminal for any stream (FORCE_COLOR), a terminal with colours
+TERMINAL = {"FORCE_COLOR": "1", "TERM": "xterm-256color", "NO_COLOR": ""}
 
 
 @pytest.mark.parametrize("width", [60, 80, 100, 120, 200])
@@ -36,6 +45,17 @@ def test_simulate_prints_what_rich_prints(monkeypatch, width):
     plain = _simulate(args, width)
     monkeypatch.setattr(plainprint, "printed", lambda *a, **k: None)  # everything through rich
     assert plain == _simulate(args, width)
+
+
+@pytest.mark.parametrize(("width", "no_color"), [(80, ""), (120, ""), (200, ""), (120, "1")])
+def test_simulate_prints_to_a_terminal_what_rich_prints(monkeypatch, width, no_color):
+    args = [PR, "--set", "workload.num_prompts=24"]
+    env = {**TERMINAL, "NO_COLOR": no_color}
+    mine = _simulate(args, width, env)
+    assert "\x1b[1m" in mine and "\x1b[3m" in mine  # styled: header bold, title italic
+    assert ("\x1b[31m" in mine) == (not no_color)  # the acceptance bars' colour
+    monkeypatch.setattr(plainprint, "printed", lambda *a, **k: None)  # everything through rich
+    assert mine == _simulate(args, width, env)
 
 
 def test_other_simulate_outputs_print_what_rich_prints(monkeypatch):
@@ -83,6 +103,54 @@ def test_random_tables_print_as_rich_prints_them(monkeypatch):
             laid_out += 1
             assert mine == _rich(t, width), (width, mine)
     assert laid_out > 100
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_random_tables_print_to_a_terminal_as_rich_prints_them(monkeypatch):
+    rng = random.Random(11)
+    laid_out = 0
+    for _ in range(400):
+        box = rng.random() < 0.8
+        t = Table(title=_text(rng, 12) or None, title_justify="left", box=box,
+                  pad_edge=box or rng.random() < 0.5)
+        ncols = rng.randint(1, 5)
+        for _ in range(ncols):
+            header = _text(rng, 3) + ("\n" + _text(rng, 2) if rng.random() < 0.3 else "")
+            t.add_column(header, justify=rng.choice(["left", "right"]))
+        for _ in range(rng.randint(0, 4)):
+            t.add_row(*[Styled(_text(rng, 2) + ("\n" + _text(rng, 1) if rng.random() < 0.2 else ""),
+                               f"color({rng.randint(0, 15)})") if rng.random() < 0.3
+                        else _text(rng, 3) for _ in range(ncols)])
+        if rng.random() < 0.4:
+            t.caption, t.caption_justify = _text(rng, 15), "left"
+        width = rng.randint(20, 140)
+        for key, value in {"COLUMNS": str(width), "NO_COLOR": "1" if rng.random() < 0.2 else "",
+                           "TERM": rng.choice(["xterm", "xterm-256color", "screen"])}.items():
+            monkeypatch.setenv(key, value)
+        mine = printed(t, _Terminal())
+        if mine is not None:
+            laid_out += 1
+            rich = _Terminal()
+            Console(file=rich).print(t)
+            assert mine == rich.getvalue(), (width, mine)
+    assert laid_out > 100
+
+
+def test_what_a_terminal_leaves_to_rich(monkeypatch):
+    monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.setenv("COLUMNS", "80")
+    t = Table(title="t", title_justify="left")
+    t.add_column("a")
+    t.add_row(Styled("x", "bold red"))  # a style other than a standard colour
+    assert printed(t, _Terminal()) is None
+    assert printed("1.5 s", _Terminal()) is None  # rich would highlight the number
+    assert printed("1.5 s", _Terminal(), highlight=False) == "1.5 s\n"
+    monkeypatch.setenv("TERM", "dumb")  # no colour system, rich's own width
+    assert printed("a", _Terminal(), highlight=False) is None
 
 
 def test_random_lines_print_as_rich_prints_them(monkeypatch):
@@ -137,3 +205,37 @@ def test_a_simulate_process_printing_to_a_file_imports_no_rich_console():
     assert r.returncode == 0, r.stderr
     assert "Per-position acceptance" in r.stdout
     assert r.stderr.rsplit("RICH", 1)[1].split() == []
+
+
+def test_a_simulate_process_printing_to_a_terminal_imports_no_rich_console():
+    """stdout and stderr a pseudo-terminal, as in a user's shell: the tables in rich's styles,
+    and no rich console, table or progress bar imported (a short run shows no bar)."""
+    probe = ("import sys\nfrom mtpsim.cli import main\nfrom mtpsim.report import simulate\n"
+             "simulate.BARS_AFTER_S = 600  # however loaded the machine: no bar (tested apart)\n"
+             "sys.argv = ['mtpsim', *sys.argv[1:]]\ntry:\n    main()\nfinally:\n"
+             "    print('RICH', *sorted(m for m in ('rich.console', 'rich.table', 'rich.text', "
+             "'rich.progress') if m in sys.modules))")
+    master, slave = pty.openpty()
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        try:
+            while data := os.read(master, 65536):
+                chunks.append(data)
+        except OSError:  # the terminal's other end closed
+            pass
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    env = {**os.environ, "COLUMNS": "100", "TERM": "xterm-256color"}
+    for key in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE"):
+        env.pop(key, None)
+    r = subprocess.run([sys.executable, "-c", probe, "simulate", PR, "--set", "workload.num_prompts=8"],
+                       cwd=ROOT, stdout=slave, stderr=slave, env=env, timeout=300)
+    os.close(slave)
+    reader.join()
+    os.close(master)
+    out = b"".join(chunks).decode()
+    assert r.returncode == 0, out
+    assert "Per-position acceptance" in out and "\x1b[1m" in out
+    assert out.rsplit("RICH", 1)[1].split() == []

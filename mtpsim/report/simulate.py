@@ -5,7 +5,8 @@ the wall clock; or the run as JSON. Rendering only: mtpsim.runs.simulate made th
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,21 +15,57 @@ if TYPE_CHECKING:
     from mtpsim.runs.simulate import PolicyProgress, SimulateRun
 
 
+BARS_AFTER_S = 0.5  # a run shorter than this shows no bar (it would only flash)
+
+
 @contextlib.contextmanager
 def policy_bars(console: StdConsole, enabled: bool) -> Iterator[PolicyProgress | None]:
-    """A progress bar per policy while it simulates (on `console`, gone when done); None if not
-    `enabled`."""
+    """A progress bar per policy while it simulates (on `console`, gone when done), shown once
+    the run has taken BARS_AFTER_S, with every policy so far; None if not `enabled`. A shorter
+    run (most) shows none and does not import rich's progress and console layers (~0.08 s)."""
     if not enabled:
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    with contextlib.ExitStack() as stack:
+        yield _DelayedBars(console, stack).start
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  console=console.current(), transient=True) as bar:
-        def start(policy: str, total: int) -> Any:
-            task = bar.add_task(f"simulating {policy}", total=total)
-            return lambda done, _n: bar.update(task, completed=done)
-        yield start
+
+class _DelayedBars:
+    """rich progress bars that appear BARS_AFTER_S after the first policy started (the
+    experiment loaded: its load and imports do not count)."""
+
+    def __init__(self, console: StdConsole, stack: contextlib.ExitStack) -> None:
+        self.console, self.stack = console, stack
+        self.t0: float | None = None
+        self.state: dict[str, list[int]] = {}  # policy -> [total, completed]
+        self.bar: Any = None
+        self.tasks: dict[str, Any] = {}
+
+    def start(self, policy: str, total: int) -> Callable[[int, int], None]:
+        self.state[policy] = [total, 0]
+        if self.t0 is None:
+            self.t0 = time.monotonic()
+        if self.bar is not None:
+            self.tasks[policy] = self.bar.add_task(f"simulating {policy}", total=total)
+
+        def update(done: int, _n: int) -> None:
+            self.state[policy][1] = done
+            if self.bar is None:
+                if time.monotonic() - self.t0 < BARS_AFTER_S:  # type: ignore[operator]
+                    return
+                self._show()
+            self.bar.update(self.tasks[policy], completed=done)
+        return update
+
+    def _show(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self.bar = self.stack.enter_context(Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            console=self.console.current(), transient=True))
+        for policy, (total, done) in self.state.items():
+            self.tasks[policy] = self.bar.add_task(f"simulating {policy}", total=total,
+                                                   completed=done)
 
 
 def run_json(run: SimulateRun) -> dict[str, Any]:
