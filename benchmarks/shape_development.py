@@ -223,7 +223,10 @@ def controls(cal_traces: list[Trace], slices: list[Path]) -> dict:
     figures = [statistics.median(probe_figures(s, p)) for s in slices for p in POLICIES]
     scaled = probe_scaled(cal_traces, figures)
     ps = fit.fit_traces(scaled).workload_shift
-    return {"slice_decode_level": levels, "within_slice_policy_sd": within_slice,
+    lv = [math.log(levels[s.name][p]) for s in slices for p in POLICIES]
+    corr = float(np.corrcoef(lv, np.log(figures))[0, 1])
+    return {"slice_decode_level": levels, "level_probe_log_corr": corr,
+            "within_slice_policy_sd": within_slice,
             "within_kind_slice_sd": {k: statistics.stdev(v) for k, v in by_kind.items()},
             "leave_one_time_block_out": {"decode_sd": ws.decode_sd, "prefill_sd": ws.prefill_sd,
                                          "blocks": {k: v["decode"] for k, v in ws.kinds.items()}},
@@ -293,7 +296,8 @@ def main() -> None:
     print(f"leave-one-time-block-out (shape balanced) decode SD {lb['decode_sd']:.3f} prefill SD "
           f"{lb['prefill_sd']:.3f} {({k: round(v, 3) for k, v in lb['blocks'].items()})}")
     print(f"probe-scaled runs: leave-one-kind-out decode SD {pr['decode_sd']:.3f} "
-          f"prefill SD {pr['prefill_sd']:.3f}")
+          f"prefill SD {pr['prefill_sd']:.3f}; correlation of run level and probe (logs) "
+          f"{ctl['level_probe_log_corr']:.2f}")
     atomic_write_json(args.out, {"candidates": rows, "controls": ctl, "note": (
         "post-hoc development on seen data (v13 calibration; v13 and v12 tests replayed with the "
         "fit on all four kinds); point fits; CPU seconds as traced; one run")})
