@@ -153,35 +153,50 @@ def process_table(repeat: int, baseline: Path | None, tmp: Path, installed: str 
 
 def instruction_table(baseline: Path | None, tmp: Path, installed: str | None = None) -> None:
     """Instructions of one `mtpsim simulate` per checkout, bytecode compiled on the run (as this
-    machine runs it) and cached (after a warm-up run that writes it); and of the installed one."""
+    machine runs it) and cached (after a warm-up run that writes it), and cached with stdout a
+    terminal (stderr not: under valgrind the run lasts long enough for the progress bars, which a
+    plain run is too short to show); and of the installed one."""
     if shutil.which("valgrind") is None:
         print("\nvalgrind not found: no instruction counts")
         return
     sim = COMMANDS[f"mtpsim simulate {EXP}"]
     roots = {"this": ROOT, **({} if baseline is None else {"baseline": baseline.resolve()})}
-    counts: dict[tuple[str, bool], int] = {}
+    counts: dict[tuple[str, str], int] = {}
     for label, root in roots.items():
-        for cached in (False, True):
+        for kind in ("compiled each run", "cached", "cached, to a terminal"):
+            cached = kind != "compiled each run"
             env = {**_env(root, tmp / f"ir-{label}" if cached else None), "PYTHONHASHSEED": "0"}
-            if cached:
+            if kind == "cached":
                 timed(sim, env, root)  # writes the bytecode
-            out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *sim],
-                                 cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                 text=True, check=True)
-            counts[label, cached] = int(re.findall(r"Collected : (\d+)", out.stderr)[-1])
+            tty = kind.endswith("terminal")
+            counts[label, kind] = _instructions(sim, root, _terminal(env) if tty else env, tty, tmp)
     if installed is not None:
         cmd, run, env = installed_case(installed, tmp)
-        out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
-                             cwd=run, env={**env, "PYTHONHASHSEED": "0"}, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True, check=True)
-        counts["installed", True] = int(re.findall(r"Collected : (\d+)", out.stderr)[-1])
+        counts["installed", "from pip install"] = _instructions(cmd, run, {**env, "PYTHONHASHSEED": "0"},
+                                                                False, tmp)
     print(f"\ninstructions of one `mtpsim simulate {EXP}` (valgrind --tool=callgrind, PYTHONHASHSEED=0)")
-    print(f"{'checkout':<10} {'bytecode':<18} {'instructions':>14} {'/ baseline':>11}")
-    for (label, cached), n in counts.items():
-        base = counts.get(("baseline", cached))
+    print(f"{'checkout':<10} {'bytecode':<22} {'instructions':>14} {'/ baseline':>11}")
+    for (label, kind), n in counts.items():
+        base = counts.get(("baseline", "cached" if label == "installed" else kind))
         ratio = f"{n / base:>11.3f}" if base else f"{'':>11}"
-        kind = "from pip install" if label == "installed" else "cached" if cached else "compiled each run"
-        print(f"{label:<10} {kind:<18} {n:>14,} {ratio}")
+        print(f"{label:<10} {kind:<22} {n:>14,} {ratio}")
+
+
+def _instructions(cmd: list[str], cwd: Path, env: dict[str, str], tty: bool, tmp: Path) -> int:
+    """callgrind's instruction count of one run (`tty`: stdout a pseudo-terminal)."""
+    log = tmp / "callgrind.log"
+    master, out = pty.openpty() if tty else (-1, subprocess.DEVNULL)
+    drain = threading.Thread(target=_drain, args=(master,)) if tty else None
+    if drain is not None:
+        drain.start()
+    subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                    f"--log-file={log}", *cmd], cwd=cwd, env=env, stdout=out,
+                   stderr=subprocess.DEVNULL, check=True)
+    if drain is not None:
+        os.close(out)
+        drain.join()
+        os.close(master)
+    return int(re.findall(r"Collected : (\d+)", log.read_text())[-1])
 
 
 def scaling_table(repeat: int) -> None:

@@ -32,7 +32,7 @@ _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
 _TOP, _HEAD, _RULE, _BODY, _BOTTOM = "┏━┳┓", "┃ ┃┃", "┡━╇┩", "│ ││", "└─┴┘"
 # SGR parameters of rich's default theme: table.header, table.title, table.caption
 _BOLD, _ITALIC, _DIM_ITALIC = "1", "3", "2;3"
-_COLOR = re.compile(r"color\((\d{1,2})\)")
+_COLOR = r"color\((\d{1,2})\)"  # compiled on first use (a terminal only)
 Segment = tuple[str, "str | None"]  # text and its SGR parameters (None: unstyled)
 
 
@@ -198,7 +198,7 @@ def _cell_style(cell: Any, styled: bool, colours: bool) -> tuple[str, str | None
     color(15)) in a terminal; False for a style this module does not write."""
     if not isinstance(cell, Styled) or not styled:
         return str(cell), None
-    m = _COLOR.fullmatch(cell.style.strip())
+    m = re.fullmatch(_COLOR, cell.style.strip())
     if m is None or int(m.group(1)) > 15:
         return cell.text, False
     if not colours:

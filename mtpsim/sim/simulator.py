@@ -30,6 +30,7 @@ from mtpsim.sim.clock import Clock, StepLog
 from mtpsim.sim.entities import RequestTable, draw_filtered, draw_lengths
 from mtpsim.sim.scheduler import KvCache, Lookahead, Plan, Scheduler
 from mtpsim.spec import Experiment
+from mtpsim.spec.sections import SCHEDULERS
 
 if TYPE_CHECKING:
     from mtpsim.calibration.schema import Calibration
@@ -122,11 +123,12 @@ class Simulator:
         self.client = Client(sends, conc)
         self.kv_size = None  # the KV cache's size (mtpsim.models.memory), when modelled
         e = exp.engine
-        if e.scheduler == "reference":  # no token budget; prompts prefilled whole when admitted
-            self.sched = Scheduler(self.reqs, e.max_num_seqs, 2**62, False, self.k)
-        else:
-            self.sched = Scheduler(self.reqs, e.max_num_seqs, e.max_num_batched_tokens,
-                                   e.enable_chunked_prefill, self.k, self._kv_cache(calibration))
+        rule = SCHEDULERS[e.scheduler]
+        # without a token budget, prompts are prefilled whole when admitted
+        budget = ((e.max_num_batched_tokens, e.enable_chunked_prefill) if rule.token_budget
+                  else (2**62, False))
+        self.sched = Scheduler(self.reqs, e.max_num_seqs, *budget, self.k,
+                               self._kv_cache(calibration) if rule.kv_cache else None)
         self.log = StepLog({p: 0.0 for p in PHASES})
         # rate inf: every send waits only for a slot, so no decision needs seconds until the
         # end and the client counts in positions (steps run); else it counts seconds

@@ -17,6 +17,7 @@ from mtpsim.models.families import family_of
 from mtpsim.policies import NO_MTP, POLICIES
 from mtpsim.spec.fields import build_section
 from mtpsim.spec.sections import (
+    SCHEDULERS,
     AcceptanceSpec,
     CalibrationSpec,
     EngineSpec,
@@ -141,11 +142,13 @@ def load_experiment(path: str | Path, overrides: Sequence[str] = ()) -> Experime
 
 
 def _default_preset(section: str, raw: Mapping[str, Any]) -> str:
-    """A reference-engine experiment (engine.scheduler = "reference") models mtpsim's reference
-    model by default, not DeepSeek-V3.2 (whose 638 GiB of weights fit no single GPU)."""
+    """The model preset of the experiment's scheduler where it has one (engine.scheduler =
+    "reference": mtpsim's reference model), else the section's default."""
     engine = raw.get("engine")
-    if section == "model" and isinstance(engine, dict) and engine.get("scheduler") == "reference":
-        return "reference"
+    scheduler = engine.get("scheduler") if isinstance(engine, dict) else None
+    rule = SCHEDULERS.get(scheduler) if isinstance(scheduler, str) else None
+    if section == "model" and rule is not None and rule.model_preset is not None:
+        return rule.model_preset
     return (ModelSpec if section == "model" else HardwareSpec)().preset
 
 

@@ -28,6 +28,28 @@ DATASET_CLASSES = ("low_entropy", "code_math", "chat", "random")
 CUDAGRAPH_MODES = ("none", "piecewise", "full", "full_decode_only", "full_and_piecewise")
 SAMPLERS = ("kernels", "sort")
 LENGTH_DISTRIBUTIONS = ("fixed", "uniform", "lognormal")
+
+
+class SchedulerRule:
+    """How a simulated engine forms its steps (`engine.scheduler`), read by the simulator and
+    the spec instead of comparing scheduler names: a new engine's scheduler is one entry.
+    `token_budget`: engine.max_num_batched_tokens caps a step (chunked prefill if enabled);
+    `kv_cache`: the KV cache's size (mtpsim.models.memory) limits admission; `model_preset`:
+    its experiments' default model preset (None: ModelSpec's). A plain class: a dataclass
+    would cost every `simulate` ~5 M instructions at import (docs/speed.md, round 6)."""
+
+    __slots__ = ("token_budget", "kv_cache", "model_preset")
+
+    def __init__(self, token_budget: bool, kv_cache: bool, model_preset: str | None = None) -> None:
+        self.token_budget, self.kv_cache, self.model_preset = token_budget, kv_cache, model_preset
+
+
+SCHEDULERS: dict[str, SchedulerRule] = {
+    "vllm": SchedulerRule(token_budget=True, kv_cache=True),
+    # mtpsim's reference engine: no token budget, each admitted prompt prefilled whole; it runs
+    # mtpsim's reference model, not DeepSeek-V3.2 (whose 638 GiB of weights fit no single GPU)
+    "reference": SchedulerRule(token_budget=False, kv_cache=False, model_preset="reference"),
+}
 # Efficiency factors and per-step costs that `[calibration] fit` may name.
 FITTABLE = ("mem_efficiency", "compute_efficiency", "comm_efficiency", "overhead_ms",
             "eager_overhead_ms")
@@ -140,7 +162,7 @@ class EngineSpec:
     scheduler: str = option("vllm", "how steps are formed: vllm (token budget, chunked prefill) "
                             "or reference (mtpsim's engine: no token budget; each admitted prompt "
                             "is prefilled whole in the step after the running requests verify)",
-                            one_of("vllm", "reference"))
+                            one_of(*SCHEDULERS))
     block_size: int = option(64, "KV-cache block size in tokens (vLLM's sparse MLA uses 64)",
                              in_range(1, 4096))
     non_kv_memory_gib: float = option(5.0, "GPU memory beside weights and KV cache: activations "

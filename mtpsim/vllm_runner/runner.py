@@ -32,7 +32,6 @@ from mtpsim.vllm_runner.argv import vllm_bench_argv
 from mtpsim.vllm_runner.process import ServerProcess, free_port
 
 Progress = Callable[[int, int], None]  # (finished requests, total)
-BENCH_CLIENTS = ("mtpsim", "vllm")
 err_console = StdConsole(stderr=True)
 
 
@@ -147,8 +146,10 @@ def mtpsim_load(exp: Experiment, run: ServedRun, policy: str,
     return load
 
 
-def vllm_bench_load(exp: Experiment, run: ServedRun, policy: str) -> Callable[[str], Result]:
-    """The load as `vllm bench serve` runs it; its --save-result JSON becomes the Result."""
+def vllm_bench_load(exp: Experiment, run: ServedRun, policy: str,
+                    progress: Progress | None = None) -> Callable[[str], Result]:
+    """The load as `vllm bench serve` runs it; its --save-result JSON becomes the Result
+    (`progress` unused: vllm bench serve prints its own)."""
     def load(base_url: str) -> Result:
         folder = run.out / f"{policy}.vllm-bench"
         folder.mkdir(parents=True, exist_ok=True)
@@ -169,6 +170,15 @@ def vllm_bench_load(exp: Experiment, run: ServedRun, policy: str) -> Callable[[s
     return load
 
 
+# --bench-client -> the load it drives against the server: (exp, run, policy, progress) ->
+# (base URL -> Result); vllm bench serve shows its own progress
+LOADS: dict[str, Callable[..., Callable[[str], Result]]] = {
+    "mtpsim": mtpsim_load,
+    "vllm": vllm_bench_load,
+}
+BENCH_CLIENTS = tuple(LOADS)
+
+
 def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = None, *,
                       run: ServedRun,
                       load: Callable[[str], Result] | None = None) -> tuple[Result, Trace]:
@@ -179,8 +189,7 @@ def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = 
     plugin_dir = run.out / f"{policy}.plugin"
     argv, env = engine.serve(exp, policy, port, run, plugin_dir)
     if load is None:
-        load = (vllm_bench_load(exp, run, policy) if run.bench_client == "vllm"
-                else mtpsim_load(exp, run, policy, progress))
+        load = LOADS[run.bench_client](exp, run, policy, progress)
     log = run.out / f"{policy}.server.log"
     with sigterm_as_exit(), ServerProcess(argv, env, log, port,
                                           grace_s=exp.vllm.stop_timeout_s) as server:
