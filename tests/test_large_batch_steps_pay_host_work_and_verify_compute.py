@@ -51,7 +51,7 @@ def test_tp8_verify_queries_multiply_64_padded_heads():
     cm = h200_tp8(compute_efficiency=0.001, mem_efficiency=0.99)
     m = cm.exp.model
     keys = 1000 * 2048
-    t = cm._attention(m.num_layers, keys)
+    t = cm._attention(m.num_layers, keys, 1000)
     flops = m.num_layers * keys * 2 * 64 * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
     assert t == pytest.approx(flops / (cm.exp.hardware.bf16_tflops * 1e12 * 0.001))
 

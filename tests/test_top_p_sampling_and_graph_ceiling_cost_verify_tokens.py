@@ -135,7 +135,7 @@ def test_hopper_sparse_mla_never_beats_flashmla_published_rate():
         exp = experiment_from_dict({"hardware": {"preset": gpu, "hbm_tbps": 100.0},
                                     "engine": {"tp": 8, "kv_cache_dtype": dtype},
                                     "calibration": {"compute_efficiency": eff, "mem_efficiency": 1.0}})
-        return CostModel(exp, "fresh")._attention(61, 2000 * 2048)
+        return CostModel(exp, "fresh")._attention(61, 2000 * 2048, 2000)
 
     m = experiment_from_dict({}).model
     flops = 61 * 2000 * 2048 * 2 * 64 * (2 * m.kv_lora_rank + m.qk_rope_head_dim)

@@ -669,7 +669,8 @@ def full_width_rows(exp: Experiment, prefill: bool) -> bool:
     runs an fp8 cache's decode rows and, below 32 heads per rank, its prompt rows too (vLLM
     0.33.0 `fp8_use_mixed_batch`, v1/attention/backends/mla/flashmla_sparse.py); the BF16 kernel
     (every row of a bf16 cache, an fp8 cache's prompt rows at >= 32 heads) unless
-    `engine.sparse_topk_length`. Other GPUs: valid keys only (their kernels were not read)."""
+    `engine.sparse_topk_length`. Other GPUs: valid keys only (on Blackwell vLLM 0.33.0 prefers
+    FlashInfer's sparse MLA for an fp8 cache, platforms/cuda.py; that kernel was not read)."""
     if not exp.hardware.name.upper().startswith("H"):
         return False
     if kv_cache_dtype(exp) == "fp8" and (not prefill or exp.model.num_heads / exp.engine.tp < 32):
