@@ -26,6 +26,7 @@ REFERENCE = DATA / "reference-cpu"
 UNCERTAINTY = DATA / "pr47352-uncertainty" / "summary.json"
 LONG_CONTEXT = DATA / "long-context-v3" / "summary.json"
 COVERAGE = DATA / "heldout-v13" / "score.json"
+PUBLIC = DATA / "public" / "scores" / "v5-full-topk-width.json"
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,23 @@ def coverage() -> list[Figure]:
                    f"{100 * noisy:.0f} %", src)]
 
 
+def production_scale() -> list[Figure]:
+    """The public corpus's held-out vLLM test rows (DeepSeek-V3.2 serving figures from public
+    sources): the share of measured TTFT, TPOT and throughput inside the 90 % intervals of
+    `--uncertainty 32` on priors alone, their median half-width and the median error."""
+    summary = {(r["split"], r["engine"], r["metric"]): r for r in _json(PUBLIC)["summary"]}
+    rows = [summary[("test", "vllm", m)] for m in ("TTFT", "TPOT", "throughput")]
+    src = f"{_rel(PUBLIC)} (python benchmarks/public_corpus.py --uncertainty 32 --out runs/public-corpus)"
+
+    def each(key: str, scale: float = 1.0) -> str:
+        return " / ".join(f"{scale * r[key]:.0f} %" for r in rows)
+
+    return [Figure("vLLM test rows inside the 90 % intervals, TTFT / TPOT / throughput",
+                   each("coverage", 100.0), src),
+            Figure("their median half-width", each("median_half_width_pct"), src),
+            Figure("the median error of the predicted median", each("median_abs_error_pct"), src)]
+
+
 def reference_cpu() -> list[Figure]:
     from mtpsim.compare import ab_compare
 
@@ -222,7 +240,8 @@ def figures() -> list[tuple[str, list[Figure]]]:
             ("Upstream PR, measured: acceptance change cannot be told from noise", upstream_measured()),
             ("Reference engine on a CPU", reference_cpu()),
             ("Long contexts on the reference engine", long_context()),
-            ("Are the intervals honest", coverage())]
+            ("Are the intervals honest", coverage()),
+            ("Production scale: public measurements", production_scale())]
 
 
 def validation_figures() -> list[tuple[str, list[Figure]]]:
