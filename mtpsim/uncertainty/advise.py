@@ -228,8 +228,18 @@ class Advice:
 
     def interval(self, x: np.ndarray, prob: float, delta: bool = False,
                  half: float = math.nan) -> Interval:
-        """x [draws, inner] summarised; a delta with its MC SE from the replicates."""
-        return interval(x, None, prob, delta=delta, half=half, groups=self.replicate)
+        """x [draws, inner] summarised; a delta with the control variate of the draws' points
+        and its MC SE from the replicates (mtpsim.uncertainty.controlled)."""
+        return interval(x, None, prob, delta=delta, half=half, groups=self.replicate,
+                        controls=self.units() if delta else None, seed=self.dep.seed)
+
+    def units(self) -> np.ndarray | None:
+        """[draws, d] each draw's point of the unit cube (its priors' quantiles); None without
+        drawn parameters."""
+        def make() -> np.ndarray | None:
+            names = list(self.draws[0].unit) if self.draws else []
+            return np.array([[d.unit[n] for n in names] for d in self.draws]) if names else None
+        return self._cached(("units",), make)
 
     def _cached(self, key: tuple, make: Callable[[], Any]) -> Any:
         if key not in self._cache:

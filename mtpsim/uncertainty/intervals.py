@@ -30,6 +30,8 @@ class Interval:
     half: float = math.nan  # that region's half-width (% for timings, absolute for acceptance)
     mc_se: float = math.nan  # Monte Carlo SE of the interval's ends (the larger), for deltas
     eff_draws: float = math.nan  # independent plain draws that would give mc_se (RQMC designs)
+    control_r2: float = math.nan  # how much of the draws' CDF variance at the ends the control
+    # variate explained (the smaller end; mtpsim.uncertainty.controlled), where one was used
 
     @property
     def half_width(self) -> float:
@@ -47,6 +49,8 @@ class Interval:
             out["mc_se"] = self.mc_se
         if not math.isnan(self.eff_draws):
             out["effective_draws"] = self.eff_draws
+        if not math.isnan(self.control_r2):
+            out["control_r2"] = self.control_r2
         return out
 
 

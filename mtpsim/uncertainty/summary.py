@@ -160,15 +160,24 @@ def wquantile(x: np.ndarray, w: np.ndarray | None, q: float) -> float:
 
 
 def interval(x: np.ndarray, w: np.ndarray | None, prob: float, delta: bool = False,
-             half: float = math.nan, groups: np.ndarray | None = None) -> Interval:
+             half: float = math.nan, groups: np.ndarray | None = None,
+             controls: np.ndarray | None = None, seed: int = 0) -> Interval:
     """Median and central `prob` interval of x (weights w); for a delta also P(> 0), P(> +half)
     and the ends' Monte Carlo SE. `groups`: x is [draws, inner] from randomized QMC replicates
     (groups[i] draw i's replicate, no weights), whose SE and effective draws come from the
-    replicates (mtpsim.uncertainty.rqmc)."""
+    replicates (mtpsim.uncertainty.rqmc). `controls` [draws, d]: the draws' unit-cube points;
+    a delta's quantiles then use the cross-fitted control variate, SE from the replicates of
+    that estimator (mtpsim.uncertainty.controlled), where there are draws enough to fit it."""
     a = (1 - prob) / 2
     p = above = math.nan
     if not np.all(np.isfinite(np.asarray(x, float))):  # a draw without this figure: none at all
         return Interval(math.nan, math.nan, math.nan, math.nan, math.nan, half, math.nan)
+    if groups is not None and delta and controls is not None:
+        from mtpsim.uncertainty.controlled import controlled_interval
+
+        iv = controlled_interval(x, groups, controls, prob, half, seed)
+        if iv is not None:
+            return iv
     if groups is not None:
         from mtpsim.uncertainty.rqmc import Pooled, interval_se
 
