@@ -18,8 +18,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mtpsim.fileio import atomic_write_json
 from mtpsim.uncertainty.intervals import Interval, verdict
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import seed_spread  # noqa: E402  (the folder options, resumability and spread both seed benchmarks share)
 
 METRICS = ("output_throughput", "median_tpot_ms")
 
@@ -29,7 +31,7 @@ def run(draws: list[int], seeds: int, out: Path) -> None:
     for n in draws:
         for s in range(seeds):
             f = out / f"n{n}-seed{s}.json"
-            if f.is_file() and f.stat().st_size:
+            if seed_spread.done(f):
                 continue
             res = subprocess.run([sys.executable, "-m", "mtpsim", "simulate", "experiments/pr47352.toml",
                                   "--uncertainty", str(n), "--set", f"seed={s}", "--json"],
@@ -59,10 +61,7 @@ def summarise(folder: Path) -> dict:
                "effective_draws_range": [min(r["effective_draws"] for r in recs),
                                          max(r["effective_draws"] for r in recs)]}
         for m in METRICS:
-            for end in ("lo", "hi"):
-                xs = [r[m][end] for r in recs]
-                agg[f"{m}_{end}_sd_over_seeds"] = statistics.stdev(xs) if len(xs) > 1 else None
-                agg[f"{m}_{end}_range"] = [min(xs), max(xs)]
+            agg.update(seed_spread.ends_over_seeds([r[m] for r in recs], f"{m}_"))
             agg[f"{m}_verdicts"] = sorted({r[m]["verdict"] for r in recs})
             agg[f"{m}_mc_se_median"] = statistics.median(r[m]["mc_se"] for r in recs)
             agg[f"{m}_mc_se_max"] = max(r[m]["mc_se"] for r in recs)
@@ -73,10 +72,7 @@ def summarise(folder: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--draws", type=int, nargs="*", default=[64, 256])
-    ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--out", type=Path, default=Path("runs/mc-seeds"))
-    ap.add_argument("--summarise", type=Path, default=None, help="only summarise this folder")
-    ap.add_argument("--write", type=Path, default=None, help="write the summary (JSON) here")
+    seed_spread.folder_options(ap, "runs/mc-seeds")
     args = ap.parse_args()
     if args.summarise is None:
         run(args.draws, args.seeds, args.out)
@@ -88,9 +84,7 @@ def main() -> None:
                   f"{agg[f'{m}_mc_se_median']:.2f} (max {agg[f'{m}_mc_se_max']:.2f}); verdicts "
                   f"{agg[f'{m}_verdicts']}; draws {agg['draws_range']}, effective "
                   f"{agg['effective_draws_range']}")
-    if args.write:
-        args.write.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(args.write, summary)
+    seed_spread.write(summary, args.write)
 
 
 if __name__ == "__main__":

@@ -121,6 +121,10 @@ def mc_line(adv: Any, rows: list[dict[str, Any]]) -> str:
            f"{INNER} discrepancy scores each; stages {', '.join(f'{n:,}' for n in adv.stages)})"
            if reps else f"{adv.n_draws:,} draws")
     ses = quoted(rows)
+    r2 = sorted(iv.control_r2 for iv in ses.values() if iv.control_r2 == iv.control_r2)
+    if r2:
+        how += (f"; deltas with a control variate on the draws' prior quantiles, R² "
+                f"{r2[0]:.2f}-{r2[-1]:.2f}")
     known = {k: iv.mc_se for k, iv in ses.items() if iv.mc_se == iv.mc_se}
     if not known:
         return f"Monte Carlo: {how}; no MC SE (fewer than 2 replicates)"
@@ -142,8 +146,11 @@ def sampler_json(adv: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
     from mtpsim.uncertainty.advise import INNER, missed
 
     reps = 0 if adv.replicate is None else len(set(adv.replicate.tolist()))
+    r2 = {k: iv.control_r2 for k, iv in quoted(rows).items() if iv.control_r2 == iv.control_r2}
     return {"method": "randomized QMC (scrambled Sobol replicates) x conditional Monte Carlo over "
-            "the discrepancy scores", "replicates": reps, "inner_scores": INNER,
+            "the discrepancy scores" + (" x a cross-fitted control variate on the draws' prior "
+                                        "quantiles (deltas)" if r2 else ""),
+            "replicates": reps, "inner_scores": INNER, "control_r2": r2,
             "stages": adv.stages, "stage_worst_mc_se": adv.stage_se, "max_draws": adv.cap,
             "mc_se_target": adv.target,
             "not_met": dict(missed(rows, adv.target)),
