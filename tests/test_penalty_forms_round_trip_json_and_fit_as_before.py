@@ -78,6 +78,9 @@ def test_a_malformed_field_names_what_was_expected():
         Kappa.from_json(-1.0, 3)
 
 
+FIT_TOL = 1e-4  # relative; see the test below
+
+
 def test_the_classes_fit_what_the_functions_they_replaced_fitted(tmp_path):
     traces = []
     for policy in ("fresh", "share"):  # shipped gzipped; the trace reader takes plain text
@@ -85,9 +88,12 @@ def test_the_classes_fit_what_the_functions_they_replaced_fitted(tmp_path):
         plain.write_bytes(gzip.decompress((ROUND / f"{policy}.trace.jsonl.gz").read_bytes()))
         traces.append(read_trace(plain))
     acc = fit_acceptance(traces)
-    assert acc.kappa == pytest.approx(BEFORE["kappa"], rel=1e-9)
-    assert acc.kappa_steps == pytest.approx(BEFORE["kappa_steps"], rel=1e-9)
-    assert acc.kappa_lk["kappa_steps"] == pytest.approx(BEFORE["kappa_lk"]["kappa_steps"], rel=1e-9)
-    assert acc.kappa_lk["exponent"] == pytest.approx(BEFORE["kappa_lk"]["exponent"], rel=1e-9)
+    # the fits are numerical optimisations (scipy's bounded minimize_scalar stops at xatol 1e-5
+    # in log kappa): their last digits move with the numpy / scipy build (4.961248 when recorded,
+    # 4.961253 with numpy 2.3.5 and scipy 1.17.1), so they are held to the optimiser's tolerance
+    assert acc.kappa == pytest.approx(BEFORE["kappa"], rel=FIT_TOL)
+    assert acc.kappa_steps == pytest.approx(BEFORE["kappa_steps"], rel=FIT_TOL)
+    assert acc.kappa_lk["kappa_steps"] == pytest.approx(BEFORE["kappa_lk"]["kappa_steps"], rel=FIT_TOL)
+    assert acc.kappa_lk["exponent"] == pytest.approx(BEFORE["kappa_lk"]["exponent"], rel=FIT_TOL)
     assert acc.kappa_lk["ratio_ref"] == pytest.approx(BEFORE["kappa_lk"]["ratio_ref"], rel=1e-12)
     assert acc.penalty("kappa_lk") == KappaLk.from_json(acc.kappa_lk, len(acc.base) - 1)
