@@ -80,22 +80,29 @@ def _text(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, n)))
 
 
+def _random_table(rng: random.Random, cell) -> Table:
+    """A table of random words: title, 1-5 columns (some two-line headers), 0-4 rows whose
+    cells `cell(rng)` makes, and sometimes a caption."""
+    box = rng.random() < 0.8
+    t = Table(title=_text(rng, 12) or None, title_justify="left", box=box,
+              pad_edge=box or rng.random() < 0.5)
+    ncols = rng.randint(1, 5)
+    for _ in range(ncols):
+        header = _text(rng, 3) + ("\n" + _text(rng, 2) if rng.random() < 0.3 else "")
+        t.add_column(header, justify=rng.choice(["left", "right"]))
+    for _ in range(rng.randint(0, 4)):
+        t.add_row(*[cell(rng) for _ in range(ncols)])
+    if rng.random() < 0.4:
+        t.caption, t.caption_justify = _text(rng, 15), "left"
+    return t
+
+
 def test_random_tables_print_as_rich_prints_them(monkeypatch):
     rng = random.Random(3)
     laid_out = 0
     for _ in range(300):
-        box = rng.random() < 0.8
-        t = Table(title=_text(rng, 12) or None, title_justify="left", box=box,
-                  pad_edge=box or rng.random() < 0.5)
-        ncols = rng.randint(1, 5)
-        for _ in range(ncols):
-            header = _text(rng, 3) + ("\n" + _text(rng, 2) if rng.random() < 0.3 else "")
-            t.add_column(header, justify=rng.choice(["left", "right"]))
-        for _ in range(rng.randint(0, 4)):
-            t.add_row(*[Styled(_text(rng, 2), "color(2)") if rng.random() < 0.1 else _text(rng, 3)
-                        for _ in range(ncols)])
-        if rng.random() < 0.4:
-            t.caption, t.caption_justify = _text(rng, 15), "left"
+        t = _random_table(rng, lambda r: Styled(_text(r, 2), "color(2)") if r.random() < 0.1
+                          else _text(r, 3))
         width = rng.randint(20, 140)
         monkeypatch.setenv("COLUMNS", str(width))
         mine = printed(t, io.StringIO())
@@ -114,19 +121,9 @@ def test_random_tables_print_to_a_terminal_as_rich_prints_them(monkeypatch):
     rng = random.Random(11)
     laid_out = 0
     for _ in range(400):
-        box = rng.random() < 0.8
-        t = Table(title=_text(rng, 12) or None, title_justify="left", box=box,
-                  pad_edge=box or rng.random() < 0.5)
-        ncols = rng.randint(1, 5)
-        for _ in range(ncols):
-            header = _text(rng, 3) + ("\n" + _text(rng, 2) if rng.random() < 0.3 else "")
-            t.add_column(header, justify=rng.choice(["left", "right"]))
-        for _ in range(rng.randint(0, 4)):
-            t.add_row(*[Styled(_text(rng, 2) + ("\n" + _text(rng, 1) if rng.random() < 0.2 else ""),
-                               f"color({rng.randint(0, 15)})") if rng.random() < 0.3
-                        else _text(rng, 3) for _ in range(ncols)])
-        if rng.random() < 0.4:
-            t.caption, t.caption_justify = _text(rng, 15), "left"
+        t = _random_table(rng, lambda r: Styled(
+            _text(r, 2) + ("\n" + _text(r, 1) if r.random() < 0.2 else ""),
+            f"color({r.randint(0, 15)})") if r.random() < 0.3 else _text(r, 3))
         width = rng.randint(20, 140)
         for key, value in {"COLUMNS": str(width), "NO_COLOR": "1" if rng.random() < 0.2 else "",
                            "TERM": rng.choice(["xterm", "xterm-256color", "screen"])}.items():
