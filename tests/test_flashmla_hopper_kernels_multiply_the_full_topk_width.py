@@ -5,7 +5,9 @@ shorter than top-k then costs the FLOPs of the full width (its gathers stay thos
 keys); other GPUs keep the valid keys."""
 
 import numpy as np
+import pytest
 
+from mtpsim.errors import UserError
 from mtpsim.models.build import models_for
 from mtpsim.models.cost import StepShape
 from mtpsim.models.roofline import CostModel
@@ -60,3 +62,13 @@ def test_blackwell_keeps_the_valid_keys():
     assert decode_ms(experiment("b200", False), 300) == decode_ms(experiment("b200"), 300)
     before = CostModel(experiment("b200", False), "fresh").prefill_parts(256, 0)[SHORT]
     assert before == CostModel(experiment("b200", True), "fresh").prefill_parts(256, 0)[SHORT]
+
+
+def test_real_vllm_refuses_what_only_older_vllm_did():
+    """vLLM 0.33.0 cannot be made to scan the full width: the setting is the simulator's, for
+    public figures of older engines; run-real says so before any server starts."""
+    from mtpsim.real.vllm import Vllm
+
+    with pytest.raises(UserError, match="engine.sparse_topk_length"):
+        Vllm().refuse(experiment(topk_length=False), ["fresh"])
+    Vllm().refuse(experiment(), ["fresh"])

@@ -34,6 +34,10 @@ class Vllm(ModelServer):
             raise UserError(exp.source, "engine.sampler", "expected 'kernels' with --engine vllm: "
                             "vLLM 0.33.0 samples with FlashInfer and Triton; 'sort' describes "
                             "vLLM <= 0.14 for the simulator only")
+        if not exp.engine.sparse_topk_length:
+            raise UserError(exp.source, "engine.sparse_topk_length", "expected true with --engine "
+                            "vllm: vLLM 0.33.0 passes each row's top-k length to FlashMLA; false "
+                            "describes vLLM before PR #36616 for the simulator only")
 
     def runner(self, out: Path, trace: bool = False, bench_client: str = "mtpsim",
                smoke: bool = False, weights: str | None = None) -> PolicyRunner:
