@@ -148,6 +148,8 @@ COMMAND = "  mtpsim "  # a line that is a command to run: indented, never wrappe
 
 def print_lines(console: Any, lines: list[str]) -> None:
     """Print prose wrapped at the console's width (at spaces), and each command line (one that
-    starts with COMMAND) whole on its own line, so it can be copied and run as printed."""
+    starts with COMMAND) whole on its own line, so it can be copied and run as printed. The
+    lines are plain text, not rich markup: a spec table such as [calibration.measured.fresh] in
+    a line (or a path) is printed as written, not dropped as a style tag."""
     for line in lines:
-        console.print(line, highlight=False, soft_wrap=line.startswith(COMMAND))
+        console.print(line, highlight=False, markup=False, soft_wrap=line.startswith(COMMAND))
