@@ -160,6 +160,10 @@ def experiment_from_dict(raw: Mapping[str, Any], source: str = "<memory>",
     for key in raw:
         if key not in SECTIONS and key not in TOP_LEVEL:
             src = OVERRIDE_SOURCE if any(o[0] == key for o in overridden) else source
+            if key == "deployment" and src == source:  # advise's file, handed to simulate
+                raise SpecError(src, key, "a [deployment] table makes this a deployment file "
+                                "for mtpsim advise; expected an experiment (sections "
+                                f"{', '.join(SECTIONS)})")
             raise SpecError(src, key, "unknown section or key; expected one of "
                             f"{', '.join([*SECTIONS, *TOP_LEVEL])}")
     built = _build_sections(raw, source, overridden)

@@ -25,7 +25,7 @@ import numpy as np
 from mtpsim.errors import SpecError
 from mtpsim.policies import NO_MTP, policies_where
 from mtpsim.spec import Experiment, available_presets, experiment_from_dict
-from mtpsim.spec.experiment import read_toml
+from mtpsim.spec.experiment import SECTIONS, TOP_LEVEL, read_toml
 from mtpsim.spec.sections import QUANTIZATIONS
 from mtpsim.uncertainty.domain import Domain, extrapolation
 from mtpsim.uncertainty.draws import Z_NAMES, Draw, drawn_priors, plan, run_draw
@@ -101,6 +101,11 @@ def load_deployment(path: str | Path) -> Deployment:
     raw = read_toml(path, "deployment file")  # FIFO, folder, deep nesting: one line
     for key in raw:
         if key not in ("description", "seed", "deployment", "workload", "advise", "uncertainty"):
+            if "deployment" not in raw and key in (*SECTIONS, *TOP_LEVEL):  # simulate's file
+                raise SpecError(src, "deployment", f"missing, and its {key} marks it as an "
+                                "experiment file for mtpsim simulate; expected a deployment file "
+                                "with a [deployment] table of model, gpu and tp "
+                                "(docs/uncertainty.md)")
             raise SpecError(src, key, "unknown section; expected deployment, workload, advise, "
                             "uncertainty, description or seed")
     dep = raw.get("deployment")
