@@ -12,6 +12,7 @@ model/GPU preset > built-in default.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 from typing import Any
 
@@ -20,6 +21,8 @@ from mtpsim.clirun import COMMANDS, command_function, exits_on_user_error, print
 __all__ = ["COMMANDS", "exits_on_user_error", "main", "print_error"]
 
 GC_THRESHOLD = 10_000  # the collector's first threshold in an mtpsim process (Python's: 700)
+# OpenBLAS threads of an mtpsim process unless the caller set them (docs/speed.md, round 8)
+BLAS_THREADS = "1"
 
 
 def main() -> None:
@@ -31,6 +34,11 @@ def main() -> None:
     # in a short simulate, in vain (~1.4 % of its instructions). At 10,000 it runs a few times;
     # cyclic garbage still goes, in batches of at most that many objects.
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
+    # numpy's OpenBLAS starts a thread per core at import, which costs ~0.07 CPU s of a short
+    # simulate on 2 cores; mtpsim's arrays are elementwise and its fits small, and its process
+    # pools run one worker per core: one BLAS thread each. Set before numpy is imported (the
+    # command line imports it only inside a command); a caller's own setting wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", BLAS_THREADS)
     try:
         _run(sys.argv[1:])
     finally:
