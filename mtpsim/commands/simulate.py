@@ -38,7 +38,7 @@ PARAMS = (
     Param("bootstrap", int, "With --trace: also fit B bootstrap refits (requests and step blocks "
           "resampled) into the calibration, for --uncertainty on experiments that use it, "
           "e.g. --bootstrap 32.", ("--bootstrap",), 0, min=0),
-    Param("uncertainty", int, "Draw N parameter sets from the spec's [uncertainty] priors "
+    Param("uncertainty", int, "Draw N parameter sets from the spec's \\[uncertainty] priors "
           "(quasi-random), run every policy on each, and print medians, intervals, P(delta > 0), "
           "what the measured rows narrowed, the sensitivity table and what to measure next; "
           "--json/--out carry the draws. E.g. --uncertainty 64.", ("--uncertainty",)),

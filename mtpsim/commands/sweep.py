@@ -50,7 +50,7 @@ def sweep(
         "--server", help="Real sweeps on the reference engine: behind `mtpsim serve-reference` "
         "(127.0.0.1 on its node), measured over HTTP as --engine vllm is.")] = False,
     uncertainty: Annotated[int | None, typer.Option(
-        help="Per point, N draws of the [uncertainty] priors (as simulate --uncertainty): "
+        help="Per point, N draws of the \\[uncertainty] priors (as simulate --uncertainty): "
         "medians, intervals and the throughput delta's P(> 0) and verdict; --out keeps each "
         "point's draws; with --cluster the draws run on the cluster. E.g. --uncertainty 32.")] = None,
 ) -> None:
