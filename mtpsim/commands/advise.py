@@ -69,5 +69,9 @@ def advise(
     verdict = report.lines(run)
     if as_json:
         typer.echo(dumps(report.advise_json(deployment, run, verdict), indent=2))
+        if plot is not None:  # written as without --json; stdout stays one JSON document
+            from mtpsim.report.plots import gain_plot
+
+            gain_plot(run.advice, run.prob, plot / "advise-gain.png")
         return
     report.print_advice(console, run, verdict, plot)

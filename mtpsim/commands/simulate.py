@@ -100,6 +100,10 @@ def simulate(
         print(dumps(run_json(run), indent=2), flush=True)
         for line in run.notes:
             err_console.print(line, highlight=False, markup=False, soft_wrap=True)
+        if plot is not None:  # written as without --json; stdout stays one JSON document
+            from mtpsim.report.plots import simulate_plots
+
+            simulate_plots(run.results, plot, list(trace or []))
         return
     print_run(console, run, plot=plot, trace=trace or [], save_calibration=save_calibration,
               written=written)

@@ -96,6 +96,10 @@ def sweep(
                             RealPlan(engine, repeats, server, retries), bar, interrupted)
         if as_json:
             typer.echo(dumps(report.sweep_json(run), indent=2))
+            if plot is not None:  # written as without --json; stdout stays one JSON document
+                from mtpsim.report.plots import sweep_plots
+
+                sweep_plots(run.rows, run.keys, plot)
         else:
             report.print_sweep(console, run, plot, out)
         report.print_failed(err_console, run.failed)
