@@ -89,7 +89,9 @@ def prepare(experiment: Path, engine: str, *, out: Path | None, sets: list[str],
 
         overrides.append("policies=" + json.dumps(policy_flag(policy)))
     if seed is not None:
-        overrides.append(f"seed={seed}")
+        from mtpsim.runs.simulate import seed_override
+
+        overrides.append(seed_override(seed))
     suffix = "-server" if server else "-smoke" if smoke else ""
     out = out if out is not None else Path("runs") / f"{experiment.stem}-{engine}{suffix}"
     if smoke:

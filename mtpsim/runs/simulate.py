@@ -41,6 +41,16 @@ class SimulateRun:
         return paths
 
 
+def seed_override(seed: int) -> str:
+    """The --seed flag as a `--set` text; a negative seed is refused naming the flag (the spec's
+    own check would name the --set override the user never typed)."""
+    if seed < 0:
+        from mtpsim.errors import UserError
+
+        raise UserError(None, "--seed", f"expected an integer >= 0, got {seed}")
+    return f"seed={seed}"
+
+
 def overrides(sets: Sequence[str], policy: Sequence[str], seed: int | None,
               expected: bool = False) -> list[str]:
     """The flags as `--set` texts, after the user's own: --policy, --seed, --expected."""
@@ -50,7 +60,7 @@ def overrides(sets: Sequence[str], policy: Sequence[str], seed: int | None,
     if policy:
         out.append("policies=" + json.dumps(policy_flag(list(policy))))
     if seed is not None:
-        out.append(f"seed={seed}")
+        out.append(seed_override(seed))
     if expected:
         out.append('acceptance.mode="expected"')
     return out
