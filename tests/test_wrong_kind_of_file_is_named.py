@@ -22,24 +22,24 @@ def _run(monkeypatch, *args: str):
     return CliRunner().invoke(app, list(args))
 
 
-@pytest.mark.parametrize("command", ["simulate", "calibrate", "sweep"])
-def test_a_deployment_file_given_to_an_experiment_command(monkeypatch, command):
-    r = _run(monkeypatch, command, DEPLOYMENT)
+def _one_line_error(r) -> str:
+    """The refusal's only line: exit 2, no traceback."""
     assert r.exit_code == 2
     lines = r.output.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.output
-    line = lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["simulate", "calibrate", "sweep"])
+def test_a_deployment_file_given_to_an_experiment_command(monkeypatch, command):
+    line = _one_line_error(_run(monkeypatch, command, DEPLOYMENT))
     assert line.startswith(f"error: {DEPLOYMENT}: deployment: ")
     assert "deployment file for mtpsim advise" in line
     assert "expected an experiment" in line
 
 
 def test_an_experiment_given_to_advise(monkeypatch):
-    r = _run(monkeypatch, "advise", EXPERIMENT, "--draws", "2", "-j", "1")
-    assert r.exit_code == 2
-    lines = r.output.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in r.output
-    line = lines[0]
+    line = _one_line_error(_run(monkeypatch, "advise", EXPERIMENT, "--draws", "2", "-j", "1"))
     assert line.startswith(f"error: {EXPERIMENT}: ")
     assert "experiment file for mtpsim simulate" in line
     assert "expected a deployment file" in line
