@@ -31,6 +31,32 @@ def test_every_preset_loads_with_a_name_and_positive_rates(gpu):
     assert fits == (gpu != "h100")
 
 
+ARCHITECTURES = {"h100": "hopper", "h20": "hopper", "h200": "hopper", "b200": "blackwell",
+                 "b300": "blackwell", "gb200": "blackwell", "gb300": "blackwell",
+                 "mi300x": "cdna", "mi355x": "cdna"}
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+def test_every_preset_names_the_architecture_whose_kernels_it_runs(gpu):
+    """Kernel choices (FlashMLA's full top-k width, the CUDA-graph ceiling) follow the
+    architecture: an unknown preset must be added here, with its generation."""
+    assert _exp(gpu).hardware.architecture == ARCHITECTURES[gpu]
+
+
+def test_the_full_top_k_width_is_priced_on_hopper_only():
+    from mtpsim.models.roofline import cudagraph_max_tokens, full_width_rows
+    def old_engine(gpu):  # an engine that does not pass FlashMLA topk_length
+        return experiment_from_dict({"hardware": {"preset": gpu},
+                                     "engine": {"tp": 8, "sparse_topk_length": False}})
+    assert full_width_rows(old_engine("h200"), False)
+    assert not full_width_rows(old_engine("b200"), False)
+    assert not full_width_rows(old_engine("mi300x"), False)
+    big = {"max_num_seqs": 1024, "max_num_batched_tokens": 8192}
+    b200 = experiment_from_dict({"hardware": {"preset": "b200"}, "engine": big})
+    h200 = experiment_from_dict({"hardware": {"preset": "h200"}, "engine": big})
+    assert cudagraph_max_tokens(b200) == 2 * cudagraph_max_tokens(h200)
+
+
 def test_docs_cite_every_preset():
     text = (ROOT / "docs" / "hardware.md").read_text()
     for gpu in GPUS:

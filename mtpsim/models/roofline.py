@@ -656,8 +656,7 @@ class CostModel:
 def sparse_mla_rate(exp: Experiment, bf16_rate: float) -> float:
     """FLOP/s of the sparse MLA kernels: the BF16 rate the efficiency gives, at most FlashMLA's
     published best on Hopper for the cache's kernel (FLASHMLA_SM90_SHARE x the BF16 peak)."""
-    name = exp.hardware.name.upper()
-    if not name.startswith("H"):  # H100, H200, H20, H800: SM90
+    if exp.hardware.architecture != "hopper":
         return bf16_rate
     share = FLASHMLA_SM90_SHARE["fp8" if kv_cache_dtype(exp) == "fp8" else "bfloat16"]
     return min(bf16_rate, exp.hardware.bf16_tflops * 1e12 * share)
@@ -671,7 +670,7 @@ def full_width_rows(exp: Experiment, prefill: bool) -> bool:
     (every row of a bf16 cache, an fp8 cache's prompt rows at >= 32 heads) unless
     `engine.sparse_topk_length`. Other GPUs: valid keys only (on Blackwell vLLM 0.33.0 prefers
     FlashInfer's sparse MLA for an fp8 cache, platforms/cuda.py; that kernel was not read)."""
-    if not exp.hardware.name.upper().startswith("H"):
+    if exp.hardware.architecture != "hopper":
         return False
     if kv_cache_dtype(exp) == "fp8" and (not prefill or exp.model.num_heads / exp.engine.tp < 32):
         return True
@@ -686,8 +685,7 @@ def cudagraph_max_tokens(exp: Experiment) -> int:
     e = exp.engine
     if e.cudagraph_mode == "none":
         return 0
-    name = exp.hardware.name.upper()
-    blackwell = name.startswith(("B2", "B3", "GB2", "GB3"))
+    blackwell = exp.hardware.architecture == "blackwell"
     ceiling = GRAPH_MAX_TOKENS_BLACKWELL if blackwell else GRAPH_MAX_TOKENS
     return min(e.max_num_seqs * (1 + exp.k) * 2, ceiling, e.max_num_batched_tokens)
 

@@ -131,6 +131,18 @@ class HardwareSpec:
     allreduce_latency_us: float = option(8.0, "fixed latency of one small all-reduce", _nonneg)
     kernel_floor_us: float = option(3.0, "minimum time of one GPU kernel", _nonneg)
 
+    @property
+    def architecture(self) -> str:
+        """The GPU generation its name says, which decides the kernels an engine picks:
+        "hopper" (H100, H200, H20, H800: SM90), "blackwell" (B200, B300, GB200, GB300), "cdna"
+        (AMD MI300X, MI355X), "" when the name says none of these."""
+        name = self.name.upper()
+        if name.startswith(("B2", "B3", "GB2", "GB3")):
+            return "blackwell"
+        if name.startswith("MI"):
+            return "cdna"
+        return "hopper" if name.startswith("H") else ""
+
     def group_gbps(self, n: int) -> float:
         """Bandwidth one GPU can use in a collective over `n` GPUs: all of it behind a switch;
         on a full mesh only the n - 1 links to the group's peers carry traffic."""
