@@ -83,7 +83,7 @@ def test_too_few_draws_is_refused_by_sweep_too(args):
     ('[deployment]\nmodel = "deepseek-v3.2"\n[uncertainty]\npriors = {critical_entries = "uniform(5, 2)"}\n',
      "uncertainty.priors: expected a valid prior for critical_entries: uniform(lo, hi) with lo < hi"),
     ('[deployment]\nmodel = "deepseek-v3.2"\n[uncertainty]\npriors = {kappa = "uniform(1, 2)"}\n',
-     "uncertainty.priors: expected known parameters"),
+     "uncertainty.priors: known parameters; 'kappa' is not one"),
 ])
 def test_a_bad_deployment_file_names_its_field(tmp_path, text, says):
     dep = tmp_path / "dep.toml"
@@ -95,3 +95,11 @@ def test_a_bad_deployment_file_names_its_field(tmp_path, text, says):
 def test_advise_refuses_fewer_than_two_draws():
     example = str(Path(PR).with_name("advise-deepseek-v3.2-b200.toml"))
     assert "--draws: expected 2..4,096 draws, got 0" in _fails(["advise", example, "--draws", "0"])
+
+
+def test_a_misspelt_prior_is_answered_with_the_nearest_names_not_the_whole_table():
+    err = _fails(["simulate", PR, "--uncertainty", "4",
+                  "--set", 'uncertainty.priors.mem_eficiency="uniform(0.5, 0.8)"'])
+    assert "did you mean 'mem_efficiency'" in err
+    # the spec's other priors (pr47352 sets five) are not echoed back
+    assert "overlap_agreement" not in err and len(err.strip().splitlines()) == 1

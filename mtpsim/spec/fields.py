@@ -185,6 +185,8 @@ def build_section(cls: type, raw: Mapping[str, Any], section: str,
             raise SpecError(source_of(f.name), where, msg)
         check = f.metadata.get("check")
         if check is not None and (msg := check(value)) is not None:
+            if isinstance(value, dict):  # the message names the entry; the table is long
+                raise SpecError(source_of(f.name), where, f"expected {msg}")
             shown = "inf" if value == math.inf else repr(value)
             raise SpecError(source_of(f.name), where, f"expected {msg}, got {shown}")
     return cls(**kwargs)

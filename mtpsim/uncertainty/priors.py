@@ -198,7 +198,12 @@ def check_priors(value: Mapping[str, str]) -> str | None:
     """Spec field check of `uncertainty.priors`: known parameters, valid priors."""
     for name, text in value.items():
         if name not in PARAMS:
-            return f"known parameters ({', '.join(PARAMS)}); {name!r} is not one"
+            import difflib
+
+            near = difflib.get_close_matches(name, PARAMS, n=3)
+            hint = f"did you mean {' or '.join(map(repr, near))}?" if near else \
+                "the list is in docs/uncertainty.md section 1"
+            return f"one of the {len(PARAMS)} known parameters; {name!r} is not one ({hint})"
         try:
             parse_prior(text, PARAMS[name])
         except ValueError as e:
