@@ -83,7 +83,7 @@ def test_too_few_draws_is_refused_by_sweep_too(args):
     ('[deployment]\nmodel = "deepseek-v3.2"\n[uncertainty]\npriors = {critical_entries = "uniform(5, 2)"}\n',
      "uncertainty.priors: expected a valid prior for critical_entries: uniform(lo, hi) with lo < hi"),
     ('[deployment]\nmodel = "deepseek-v3.2"\n[uncertainty]\npriors = {kappa = "uniform(1, 2)"}\n',
-     "uncertainty.priors: known parameters; 'kappa' is not one"),
+     "uncertainty.priors: expected a known parameter; 'kappa' is not one"),
 ])
 def test_a_bad_deployment_file_names_its_field(tmp_path, text, says):
     dep = tmp_path / "dep.toml"

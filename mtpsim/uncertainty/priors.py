@@ -203,7 +203,7 @@ def check_priors(value: Mapping[str, str]) -> str | None:
             near = difflib.get_close_matches(name, PARAMS, n=3)
             hint = f"did you mean {' or '.join(map(repr, near))}?" if near else \
                 "the list is in docs/uncertainty.md section 1"
-            return f"one of the {len(PARAMS)} known parameters; {name!r} is not one ({hint})"
+            return f"a known parameter; {name!r} is not one of the {len(PARAMS)} ({hint})"
         try:
             parse_prior(text, PARAMS[name])
         except ValueError as e:
