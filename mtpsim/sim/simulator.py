@@ -28,6 +28,7 @@ from mtpsim.result import PHASES, Result
 from mtpsim.sim.bulk import MAX_BULK_STEPS, Bulk, sum_min
 from mtpsim.sim.clock import Clock, StepLog
 from mtpsim.sim.entities import RequestTable, draw_filtered, draw_lengths
+from mtpsim.sim.lockstep import Lockstep
 from mtpsim.sim.scheduler import KvCache, Lookahead, Plan, Scheduler
 from mtpsim.spec import Experiment
 from mtpsim.spec.sections import SCHEDULERS
@@ -108,8 +109,13 @@ class Simulator:
         # ceil(n / dp) of them, ceil(concurrency / dp) in flight); its steps are priced with the
         # MoE batch of all ranks padded to its own, and the totals scaled by dp (`_result`).
         self.dp = exp.engine.dp
+        self.lockstep: Lockstep | None = None
         if self.dp > 1:
             mine = np.arange(0, n, self.dp)
+            if conc is None and requests is None and not (math.isinf(w.request_rate)
+                                                          and not frontend):
+                others = np.setdiff1d(np.arange(n), mine)  # the other ranks' (sim/lockstep.py)
+                self.lockstep = Lockstep(sends[others], inputs[others], self.topk)
             inputs, outputs, shift, sends = inputs[mine], outputs[mine], shift[mine], sends[mine]
             client_sends = client_sends[mine]
             conc = None if conc is None else -(-conc // self.dp)
@@ -304,12 +310,18 @@ class Simulator:
             self.clock.run(shape, n, int(decode_only[n - 1]))
         else:
             phases = self.cost.step(shape)
+            room = len(self.sched.running) < self.sched.max_num_seqs
+            t_next = self.client.next_send_s() if room else math.inf
+            if self.lockstep is not None:  # steps another rank's prompt holds up
+                phases, start = self.lockstep.price(self.cost, shape, phases, self.clock.now(),
+                                                    min(n, bulk.steps), t_next)
             elapsed = np.cumsum(sum(phases.values()))
-            if len(self.sched.running) < self.sched.max_num_seqs:
-                t_next = self.client.next_send_s()
+            if room:
                 if math.isfinite(t_next):  # the batch changes at the step end after the next send
                     n = min(n, int(np.searchsorted(elapsed, t_next - self.clock.now())) + 1)
             n = max(1, min(n, bulk.steps))
+            if self.lockstep is not None:
+                self.lockstep.commit(start, n)
             self.clock.run(shape, n, int(decode_only[n - 1]), phases)
         self.log.python_iterations += 1
         return n
