@@ -159,3 +159,27 @@ def test_pipeline_stages_split_the_layers_weights_and_kv_cache():
     assert staged.kv_bytes_per_token() == pytest.approx(one.kv_bytes_per_token() / 2)
     assert staged.weight_bytes_per_gpu() < 0.6 * one.weight_bytes_per_gpu()
     assert kv_cache_size(_exp(tp=8, pp=2)).tokens > 2 * kv_cache_size(_exp(tp=8)).tokens
+
+
+def test_moe_dispatch_all_gathers_every_ranks_tokens_whatever_the_routing():
+    """vLLM's default all2all_backend (allgather_reducescatter): each GPU receives (dp - 1) x
+    the tokens of every other rank (fp8 + block scales + top-k weights and ids) and
+    reduce-scatters dp x tokens bf16 outputs; no imbalance term, the same with or without EP."""
+    def comm(dp: int, tokens: float = 256.0, **cal) -> float:
+        exp = experiment_from_dict({**BASE, "engine": {"tp": 1, "dp": dp, "ep": dp > 1},
+                                    "calibration": cal})
+        cm = CostModel(exp, "fresh")
+        lat = 2 * exp.hardware.allreduce_latency_us * 1e-6
+        return cm._moe_comm(1, tokens) - lat, exp
+
+    two, exp = comm(2)
+    eight, _ = comm(8)
+    assert eight == pytest.approx(7 * two)  # dp - 1 other ranks' tokens
+    h = exp.model.hidden_size
+    per_token = h * (1 + 4 / 128) + exp.model.num_experts_per_tok * 8 + 2 * h
+    assert two == pytest.approx(256 * per_token / (exp.hardware.group_gbps(2) * 1e9
+                                                   * exp.calibration.comm_efficiency))
+    assert comm(8, moe_imbalance=1.8)[0] == pytest.approx(eight)
+    no_ep = CostModel(_exp(tp=1, dp=8), "fresh")._moe_comm(1, 256.0)
+    assert no_ep == pytest.approx(CostModel(_exp(tp=1, dp=8, ep=True), "fresh")._moe_comm(1, 256.0))
+    assert CostModel(_exp(tp=8), "fresh")._moe_comm(58, 256.0) == 0.0

@@ -100,6 +100,10 @@ FLASHMLA_SM90_SHARE = {"fp8": 410 / 989, "bfloat16": 640 / 989}
 # "tensor-pipe busy cycles are a constant ~1024 cycles per k-block whether or not the block
 # contains any valid index ... while DRAM bytes stay identical"). So on Hopper a row shorter than
 # top-k costs the FLOPs of the full width and the bytes of its valid keys (`_flop_keys`).
+# Bytes per hidden value of a token the MoE dispatch all-gathers under DP (`_moe_comm`): the
+# experts' input quantized before the gather, fp8 with one fp32 scale per 1 x 128 block for an fp8
+# checkpoint, nvfp4 with one fp8 scale per 16; bf16 otherwise (mxfp4 on Hopper is weight-only).
+DISPATCH_BYTES = {"fp8": 1 + 4 / 128, "nvfp4": 0.5 + 1 / 16}
 # vLLM 0.33.0's default capture ceiling in tokens (`VllmConfig._set_cudagraph_sizes`, config/vllm.py):
 # min(max_num_seqs x (1 + k) x 2, 512; 1024 on Blackwell), capped at max_num_batched_tokens; uniform
 # decode batches are captured up to it. A step over it runs without CUDA graphs.
@@ -349,22 +353,24 @@ class CostModel:
                 touched / (tp * dp))
 
     def _moe_comm(self, n_moe: int, tokens: Num) -> Num:
-        """With dp > 1 a MoE layer exchanges tokens instead of all-reducing (vLLM `use_all2all`):
-        with EP, dispatch (fp8) and combine (bf16) of each token's hidden state to its k experts
-        across the dp x tp GPUs; without EP, all-gather and reduce-scatter across the dp ranks.
-        One collective each way per MoE layer, at the group's bandwidth."""
+        """With dp > 1 a MoE layer exchanges tokens instead of all-reducing, with or without EP,
+        through vLLM 0.33.0's default `all2all_backend`, "allgather_reducescatter"
+        (`AgRsAll2AllManager`, distributed/device_communicators/all2all.py; without EP
+        `all2all_utils.py` falls back to the same "AllGather+ReduceScatter dispatch/combine").
+        Dispatch all-gathers every DP rank's tokens, padded to the largest rank's (the simulated
+        one), quantized first (`MoEPrepareAndFinalizeNaiveDPEP.prepare`: fp8 values and their
+        1 x 128 block scales for an fp8 checkpoint) with each token's top-k weights and ids
+        (fp32, int32); combine reduce-scatters the dp x tokens expert outputs in bf16. Ring
+        collectives over the dp ranks: each GPU receives (dp - 1) x tokens of each, whatever
+        the routing (so no imbalance term; the experts' share of it is in `_routed`)."""
         e, m, hw, c = self.exp.engine, self.exp.model, self.exp.hardware, self.exp.calibration
         if e.dp == 1:
             return 0.0 * tokens
-        g = e.dp * e.tp
         h = m.hidden_size
-        if e.ep:
-            nbytes = tokens * m.num_experts_per_tok * h * (1 + 2) * (g - 1) / g \
-                * c.moe_imbalance
-        else:
-            nbytes = e.dp * tokens * h * 2 * 2 * (e.dp - 1) / e.dp
+        per_token = h * DISPATCH_BYTES.get(m.quantization, 2.0) + m.num_experts_per_tok * 8 + h * 2
+        nbytes = (e.dp - 1) * tokens * per_token
         t = n_moe * (2 * hw.allreduce_latency_us * 1e-6
-                     + nbytes / (hw.group_gbps(g) * 1e9 * c.comm_efficiency))
+                     + nbytes / (hw.group_gbps(e.dp) * 1e9 * c.comm_efficiency))
         return t * (tokens > 0)
 
     def _decode_heads(self) -> int:

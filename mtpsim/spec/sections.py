@@ -162,7 +162,8 @@ class EngineSpec:
                      "engine with its own scheduler and KV cache; MoE layers span all dp x tp GPUs",
                      in_range(1, 1024))
     ep: bool = option(False, "expert parallelism (vLLM --enable-expert-parallel): each of the "
-                      "dp x tp GPUs holds whole experts, tokens go to them by all-to-all")
+                      "dp x tp GPUs holds whole experts; under DP each MoE layer all-gathers every "
+                      "rank's tokens (vLLM's default allgather_reducescatter)")
     num_gpus: int = option(0, "GPUs of the deployment, checked against dp x tp x pp (0 = that "
                            "product)", _nonneg)
     max_num_seqs: int = option(256, "requests running at once", _pos)
