@@ -5,7 +5,8 @@ same round, minutes apart. The estimate is the mean of the d_r, its interval Stu
 rounds (n - 1 degrees of freedom), and P(delta > +region) / P(delta < -region) are read from
 the same t distribution (a flat prior on the mean). With `normalise`, each round's figure is
 first put in units of the machine-speed probe taken around that policy's block (mtpsim.probe),
-which also removes drift within a round. Fewer than MIN_ROUNDS rounds: "too few rounds to tell".
+or of the in-engine level probe timed inside it (mtpsim.level), which also removes drift within
+a round. Fewer than MIN_ROUNDS rounds: "too few rounds to tell".
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def rounds_of(res: Result) -> list[dict[str, Any]]:
     return [r for r in res.extra.rounds or [] if isinstance(r, dict)]
 
 
-def _figure(rnd: dict[str, Any], metric: str, normalise: bool) -> float | None:
+def _figure(rnd: dict[str, Any], metric: str, normalise: bool | str, clock: str = "cpu") -> float | None:
+    from mtpsim import level
     from mtpsim.probe import figure, normalised
 
     x = rnd.get("metrics", {}).get(metric)
@@ -49,16 +51,21 @@ def _figure(rnd: dict[str, Any], metric: str, normalise: bool) -> float | None:
         return None
     if not normalise:
         return float(x)
-    p = rnd.get("probe") or {}
-    probe_s = figure([p.get("before"), p.get("after")])
-    if probe_s is None:
+    if normalise == "level":  # the in-engine level probe's figure of this round, on the run's clock
+        unit = level.figure(rnd.get("level"), clock)
+    else:
+        p = rnd.get("probe") or {}
+        unit = figure([p.get("before"), p.get("after")])
+    if unit is None:
         return None
-    return normalised(float(x), probe_s, rate=v.higher_is_better(metric))
+    return normalised(float(x), unit, rate=v.higher_is_better(metric))
 
 
 def paired_delta(a: Result, b: Result, metric: str, *, rope: v.Rope | None = None,
-                 level: float = 0.95, normalise: bool = False) -> PairedDelta | None:
-    """B vs A for `metric` from their common rounds; None when either has no rounds of it."""
+                 level: float = 0.95, normalise: bool | str = False) -> PairedDelta | None:
+    """B vs A for `metric` from their common rounds; None when either has no rounds of it.
+    `normalise`: True or "probe" (the machine probe around each block), "level" (the in-engine
+    level probe of each round, on the runs' clock)."""
     from scipy import stats
 
     rope = rope or v.Rope()
@@ -68,7 +75,8 @@ def paired_delta(a: Result, b: Result, metric: str, *, rope: v.Rope | None = Non
         match = ra.get(rb.get("index"))
         if match is None:
             continue
-        xa, xb = _figure(match, metric, normalise), _figure(rb, metric, normalise)
+        clock = a.extra.clock or "wall"
+        xa, xb = _figure(match, metric, normalise, clock), _figure(rb, metric, normalise, clock)
         if xa is not None and xb is not None:
             d.append(100.0 * (xb - xa) / xa)
     if not d:

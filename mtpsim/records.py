@@ -140,6 +140,7 @@ class RunExtra(Record):
     weights_sha256: str | None = None
     round: dict[str, Any] | None = None  # index, of, position
     probe: dict[str, Any] | None = None  # machine-speed readings before and after the run
+    level: dict[str, Any] | None = None  # in-engine level probe readings (mtpsim.engine.level)
     rounds: list[dict[str, Any]] | None = None  # a pooled result: each round's summary
     output_tokens_sha256_per_round: list[str | None] | None = None
     mean_of_rounds: list[str] | None = None  # benchmarks/heldout_validation.py's averages
@@ -175,3 +176,4 @@ class TraceMeta(Record):
     # -- run-real's rounds (mtpsim.real.run, mtpsim.rounds)
     rounds: int | None = None
     probe: list[Any] | None = None
+    level: dict[str, Any] | None = None  # in-engine level probe record (mtpsim.engine.level)

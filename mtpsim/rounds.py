@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from mtpsim.level import pooled
 from mtpsim.metrics import RequestRecord
 from mtpsim.result import PHASES, Result
 
@@ -44,9 +45,11 @@ def chunks(n: int, rounds: int) -> list[range]:
 
 
 def summary(res: Result) -> dict[str, Any]:
-    """What a pooled result keeps of one round: its place, its probe, its timing figures."""
+    """What a pooled result keeps of one round: its place, its probes, its timing figures."""
     info = dict(res.extra.round or {})
     info["probe"] = res.extra.probe
+    if res.extra.level is not None:
+        info["level"] = res.extra.level
     info["metrics"] = {k: res.get(k) for k in ROUND_METRICS if isinstance(res.get(k), int | float)}
     return info
 
@@ -66,7 +69,8 @@ def pool(results: list[Result]) -> Result:
     total_steps = max(sum(steps), 1)
     phases = {p: sum(r.phases.get(p, 0.0) * s for r, s in zip(results, steps, strict=True)) / total_steps
               for p in PHASES}
-    extra = first.extra.copy(round=None, probe=None, output_tokens_sha256=None, num_steps=sum(steps))
+    extra = first.extra.copy(round=None, probe=None, output_tokens_sha256=None, num_steps=sum(steps),
+                             level=pooled([r.extra.level for r in results]))
     totals = [r.extra.phases_total_s for r in results]
     if all(t is not None for t in totals):
         extra.phases_total_s = {p: sum(t.get(p, 0.0) for t in totals) for p in PHASES}
@@ -96,4 +100,5 @@ def pool_traces(traces: list[Any]) -> Any:
             offset += last.time_s + sum(last.phases.values())
     probes = [p for tr in traces for p in tr.meta.probe or []]
     return Trace(first.engine, first.policy, first.num_speculative_tokens, first.index_topk, steps,
-                 first.meta.copy(rounds=len(traces), probe=probes))
+                 first.meta.copy(rounds=len(traces), probe=probes,
+                                 level=pooled([tr.meta.level for tr in traces])))

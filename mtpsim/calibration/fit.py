@@ -497,11 +497,19 @@ def fit_cost(traces: Sequence[Trace]) -> CostFit:
     return CostFit(phases, gap, report)
 
 
-def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = ()) -> Calibration:
+def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = (),
+               normalise: str | None = None) -> Calibration:
     """Fit every model to the traces, and measure the step cost's workload-shift error by leaving
-    each workload kind out (mtpsim.calibration.shift); `sources` names the traces in the file."""
+    each workload kind out (mtpsim.calibration.shift); `sources` names the traces in the file.
+    `normalise` ("level" or "probe"): first put every trace on the traces' median figure
+    (mtpsim.calibration.normalise); the file records it as `machine.normalised`."""
     if not traces:
         raise CalibrationError(None, "--trace", "expected at least one trace")
+    how = None
+    if normalise is not None:
+        from mtpsim.calibration.normalise import normalised
+
+        traces, how = normalised(traces, normalise)
     engines = {tr.engine for tr in traces}
     ctx = [r.context_len for tr in traces for st in tr.steps for r in st.requests]
     batch = [st.num_reqs for tr in traces for st in tr.steps if st.num_reqs]
@@ -522,7 +530,8 @@ def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = ()) -> Calibrat
                 "num_reqs": [float(min(batch, default=0)), float(max(batch, default=0))],
                 "k": sorted({float(tr.num_speculative_tokens) for tr in traces}),
                 "index_topk": sorted({float(tr.index_topk) for tr in traces})},
-        created=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        created=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        machine={"normalised": how} if how else {})
     return dataclasses.replace(cal, workload_shift=measure_shift(cal, traces))
 
 

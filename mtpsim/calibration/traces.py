@@ -11,13 +11,15 @@ from mtpsim.calibration.schema import Calibration
 from mtpsim.policies import traits
 
 
-def fit_from_traces(paths: Sequence[Path]) -> Calibration:
-    """Read the traces (TraceError names a bad file) and fit a calibration to them."""
+def fit_from_traces(paths: Sequence[Path], normalise: str | None = None) -> Calibration:
+    """Read the traces (TraceError names a bad file) and fit a calibration to them (`normalise`:
+    mtpsim.calibration.fit.fit_traces)."""
     from mtpsim.calibration.fit import fit_traces
     from mtpsim.trace import read_trace
 
     traces = [read_trace(p) for p in paths]
-    return with_trace_meta(fit_traces(traces, sources=[str(p) for p in paths]), traces)
+    return with_trace_meta(fit_traces(traces, sources=[str(p) for p in paths], normalise=normalise),
+                           traces)
 
 
 def with_trace_meta(cal: Calibration, traces) -> Calibration:
@@ -36,7 +38,7 @@ def with_trace_meta(cal: Calibration, traces) -> Calibration:
                                  float(max(hi, *(n[1] for n in nominal)))]
     machine = machines[0] if machines and all(m == machines[0] for m in machines) else (
         {"machines": machines} if machines else {})
-    machine = {**machine, **probe_figures(traces)}
+    machine = {**machine, **probe_figures(traces), **level_figures(traces), **cal.machine}
     return dataclasses.replace(cal, machine=machine, ranges=ranges)
 
 
@@ -53,6 +55,18 @@ def probe_figures(traces) -> dict[str, float | int]:
     sd = (sum((w - wall) ** 2 for w in walls) / (len(walls) - 1)) ** 0.5 if len(walls) > 1 else 0.0
     return {"probe_wall_s": wall, "probe_cpu_s": cpu, "probe_readings": len(walls),
             "probe_wall_rel_sd": sd / wall}
+
+
+def level_figures(traces) -> dict[str, float | int]:
+    """The in-engine level probe of the traces' runs (mtpsim.level): the median timed step over
+    every reading, on both clocks, and how many readings; {} without any."""
+    from mtpsim.level import figure, readings_of
+
+    records = [tr.meta.level for tr in traces]
+    wall, cpu = figure(records, "wall"), figure(records, "cpu")
+    if wall is None or cpu is None:
+        return {}
+    return {"level_wall_s": wall, "level_cpu_s": cpu, "level_readings": len(readings_of(records))}
 
 
 def _pair(v) -> bool:

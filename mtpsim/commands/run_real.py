@@ -53,7 +53,8 @@ def run_real(
         "at most 8. Each round is a burst of its own: simulate with --set workload.rounds=R.")] = None,
     probe_on: Annotated[bool, typer.Option(
         "--probe/--no-probe", help="Time the fixed machine-speed probe (a few seconds, one "
-        "thread) before and after every policy's round; recorded in the results.")] = True,
+        "thread) before and after every policy's round, and on the in-process reference engine "
+        "its level probe (one fixed decode step, timed inside each round); recorded in the results.")] = True,
 ) -> None:
     """Run the experiment's workload on a real engine for each policy and write a result in the
     same schema as [cyan]mtpsim simulate[/cyan] (with per-request records) plus a trace.

@@ -146,6 +146,16 @@ class SpecDecodeEngine:
     def has_unfinished(self) -> bool:
         return bool(self.waiting or self.running)
 
+    @property
+    def num_steps(self) -> int:
+        return self._n_steps
+
+    def off_clock(self, seconds: float) -> None:
+        """`seconds` (on the phase clock) spent between steps on work that is not the engine's
+        (the level probe): later steps' trace times leave them out."""
+        if not math.isnan(self._t0):
+            self._t0 += seconds
+
     @torch.inference_mode()
     def step(self) -> list[RequestOutput]:
         t_step = self.timer.now(self.device)

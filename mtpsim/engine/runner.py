@@ -25,6 +25,7 @@ from mtpsim.arrivals import Client, send_offsets
 from mtpsim.engine import weights
 from mtpsim.engine.corpus import joined
 from mtpsim.engine.engine import EngineConfig, SpecDecodeEngine
+from mtpsim.engine.level import RunLevels
 from mtpsim.engine.model import PhaseTimer
 from mtpsim.errors import SpecError
 from mtpsim.fileio import portable
@@ -77,9 +78,11 @@ def workload(exp: Experiment) -> tuple[list[list[int]], list[int], np.ndarray]:
 
 
 def run_policy(exp: Experiment, policy: str, progress: Progress | None = None,
-               requests: range | None = None) -> tuple[Result, Trace]:
+               requests: range | None = None, level: bool = False) -> tuple[Result, Trace]:
     """Serve the experiment's workload with `policy` on the reference engine; `requests`: only
-    those of the seeded requests (one round), with their own prompts and sampling seeds."""
+    those of the seeded requests (one round), with their own prompts and sampling seeds.
+    `level`: time the in-engine level probe (mtpsim.engine.level) at the run's start, every
+    EVERY steps and at its end, on this run's threads; recorded as `extra.level` and `meta.level`."""
     ref, w = exp.reference, exp.workload
     if ref.threads > 0:
         torch.set_num_threads(ref.threads)
@@ -108,8 +111,12 @@ def run_policy(exp: Experiment, policy: str, progress: Progress | None = None,
         raise SpecError(exp.source, "reference.clock", "expected \"wall\" on a GPU (the CPU clock "
                         "does not see device time)")
     engine = SpecDecodeEngine(model, cfg, seed=exp.seed, timer=PhaseTimer(ref.clock))
-    return _serve(exp, policy, engine, model, path, device, prompts, out_lens, send, conc, topk,
-                  progress, idle_advances=cpu_clock, ids=ids)
+    levels = RunLevels(path, device) if level else None
+    result, trace = _serve(exp, policy, engine, model, path, device, prompts, out_lens, send, conc,
+                           topk, progress, idle_advances=cpu_clock, ids=ids, levels=levels)
+    if levels is not None:
+        result.extra.level = trace.meta.level = levels.finish()
+    return result, trace
 
 
 class _Observed:
@@ -151,17 +158,18 @@ class _Observed:
 def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, path: Path,
            device: torch.device, prompts: list[list[int]], out_lens: list[int], send: np.ndarray,
            conc: int, topk: int, progress: Progress | None,
-           idle_advances: bool, ids: list[int]) -> tuple[Result, Trace]:
+           idle_advances: bool, ids: list[int], levels: RunLevels | None = None) -> tuple[Result, Trace]:
     """The serving loop on the phase clock. `idle_advances`: the clock is CPU time, so waiting
     for the next arrival advances it by the wait instead of sleeping. `ids`: each request's
-    index in the whole seeded workload (its id and sampling seed)."""
+    index in the whole seeded workload (its id and sampling seed). `levels`: level readings
+    between steps, taken off the clock (and off the trace's)."""
     w, n, mtp = exp.workload, len(prompts), model.mtp
     idle = 0.0
     timer = engine.timer
     t0 = timer.now(device)
 
     def clock() -> float:
-        return timer.now(device) - t0 - mtp.shadow_s + idle
+        return timer.now(device) - t0 - mtp.shadow_s + idle - (levels.off_clock_s if levels else 0.0)
 
     seen = _Observed(n)
     client = Client(send, w.max_concurrency)
@@ -180,6 +188,8 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
                 time.sleep(wait)
             continue
         outs = engine.step()
+        if levels is not None:
+            engine.off_clock(levels.between_steps(engine.num_steps, lambda: timer.now(device)))
         now = clock()
         for o in outs:
             i = local[o.request_id]

@@ -228,10 +228,12 @@ def run_policies(run: RealRun, runner: Callable[..., Any], *, mode: str, served:
                 shown(done, n)
 
             before = probe.reading()
+            # with the probe on, the in-process reference engine also times its level probe
+            level = {"level": True} if probe.enabled else {}
             if len(plan) == 1:
-                result, run_trace = runner(exp, name, tick)
+                result, run_trace = runner(exp, name, tick, **level)
             else:
-                result, run_trace = runner(exp, name, tick, requests=chunk)
+                result, run_trace = runner(exp, name, tick, requests=chunk, **level)
             after = probe.reading(fresh=True)
             del run.progress[name]
             if weights_sha is not None:

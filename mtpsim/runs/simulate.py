@@ -102,17 +102,24 @@ def check_outputs(out: Path | None, plot: Path | None, save_calibration: Path | 
         output_file(save_calibration, "--save-calibration")
 
 
-def fit(trace: Sequence[Path], bootstrap: int = 0, save_to: Path | None = None) -> Calibration:
+def fit(trace: Sequence[Path], bootstrap: int = 0, save_to: Path | None = None,
+        normalise: str | None = None) -> Calibration:
     """Acceptance, top-k overlap and step cost fitted to the traces (with `bootstrap` refits),
-    written to `save_to` if given."""
+    written to `save_to` if given; `normalise` ("level", "probe"): every trace first put on the
+    traces' median figure (mtpsim.calibration.normalise), the refits too."""
     from mtpsim.calibration.traces import fit_from_traces
 
-    calibration = fit_from_traces(list(trace))
+    calibration = fit_from_traces(list(trace), normalise=normalise)
     if bootstrap:
         from mtpsim.trace import read_trace
         from mtpsim.uncertainty.bootstrap import with_bootstrap
 
-        calibration = with_bootstrap(calibration, [read_trace(p) for p in trace], bootstrap)
+        traces = [read_trace(p) for p in trace]
+        if normalise is not None:
+            from mtpsim.calibration.normalise import normalised
+
+            traces, _ = normalised(traces, normalise)
+        calibration = with_bootstrap(calibration, traces, bootstrap)
     if save_to is not None:
         calibration.write(save_to)
     return calibration
