@@ -15,7 +15,8 @@ traces are put on their median figure (mtpsim.calibration.normalise) and
    the SD of its slices' levels; pooled as the root mean of the kinds' variances;
  - leave-one-kind-out decode SD: the fit's own workload-shift measurement (fit.measure_shift);
  - correlation (logs) of the runs' raw levels with each probe's figure;
-and the level probe's overhead (its share of the runs' wall time). The rule it is judged by is
+the fresh-vs-share SD within a slice (back to back, the same step cost), and the level probe's
+overhead (its share of the runs' wall time). The rule it is judged by is
 committed in §16 before the runs.
 
     python benchmarks/level_development.py --out runs/level-dev --phase run
@@ -125,7 +126,10 @@ def variant(traces: list, names: list[str], by: str | None) -> dict:
     sds = {k: statistics.stdev(v) for k, v in by_kind.items() if len(v) > 1}
     pooled = math.sqrt(statistics.fmean(v * v for v in sds.values())) if sds else None
     ws = cal.workload_shift
+    pairs = [runs[n * i:n * i + n] for i in range(len(names))]  # fresh and share, back to back
+    policy_sd = math.sqrt(statistics.fmean((a - b) ** 2 for a, b in pairs) / 2)
     return {"normalised": how, "run_log_levels": runs, "slice_log_levels": levels,
+            "within_slice_policy_sd": policy_sd,
             "within_kind_sd": sds,
             "within_kind_sd_pooled": pooled,
             "loko_decode_sd": ws.decode_sd, "loko_prefill_sd": ws.prefill_sd, "loko_source": ws.source,
@@ -180,7 +184,8 @@ def main() -> None:
         for by, r in rep["variants"].items():
             kinds = {k.removeprefix("calibrate-"): round(v, 3) for k, v in r["within_kind_sd"].items()}
             print(f"{by:6s} within-kind slice SD {r['within_kind_sd_pooled']:.3f} {kinds} leave-one-kind-out "
-                  f"decode SD {r['loko_decode_sd']:.3f} prefill {r['loko_prefill_sd']:.3f}")
+                  f"decode SD {r['loko_decode_sd']:.3f} prefill {r['loko_prefill_sd']:.3f}; fresh vs share "
+                  f"{r['within_slice_policy_sd']:.3f}")
         print("log correlation with the raw run level:", rep["log_corr_with_raw_level"],
               "level overhead share:", rep["level_overhead_share"])
         if args.json:

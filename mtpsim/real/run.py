@@ -182,6 +182,15 @@ class Probe:
         return self.last
 
 
+def _takes_level(runner: Callable[..., Any]) -> bool:
+    import inspect
+
+    try:
+        return "level" in inspect.signature(runner).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: no such keyword
+        return False
+
+
 @dataclass
 class RealRun:
     """One run as it goes: finished policies (kept or run now), each one's requests done so far
@@ -228,8 +237,9 @@ def run_policies(run: RealRun, runner: Callable[..., Any], *, mode: str, served:
                 shown(done, n)
 
             before = probe.reading()
-            # with the probe on, the in-process reference engine also times its level probe
-            level = {"level": True} if probe.enabled else {}
+            # with the probe on, a runner that takes `level` (the in-process reference engine's)
+            # also times its level probe inside the run
+            level = {"level": True} if probe.enabled and _takes_level(runner) else {}
             if len(plan) == 1:
                 result, run_trace = runner(exp, name, tick, **level)
             else:
