@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import socket
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,14 +100,14 @@ class Probe:
             return None
         if importlib.util.find_spec("triton") is None:
             return False
+        # in a child process: Triton's nanobind types print hundreds of "leaked" lines when the
+        # interpreter that imported them exits, and a broken Triton may crash it
         try:
-            from triton.backends import backends
-
-            active = [x.driver for name, x in backends.items()
-                      if name != "cpu" and x.driver and x.driver.is_active()]
-        except Exception:  # noqa: BLE001 - a broken Triton is no Triton
+            done = subprocess.run([sys.executable, "-c", _TRITON_DRIVERS], capture_output=True,
+                                  text=True, timeout=120, check=False)
+        except (OSError, subprocess.TimeoutExpired):
             return False
-        return len(active) == 1
+        return done.returncode == 0 and done.stdout.strip() == "1"
 
     def plugin_entry_points(self) -> dict[str, str]:
         """name -> value of the `vllm.general_plugins` entry points vLLM would see."""
@@ -169,10 +170,42 @@ class Probe:
             return False
 
     def extra_args_set(self, extra_args: tuple[str, ...], dest: str) -> Any:
-        """What `extra_args` set `dest` to, asked of vLLM's own serve parser (None: unset)."""
-        from mtpsim.vllm_runner.owned_flags import settings_changed
+        """What `extra_args` set `dest` to, asked of vLLM's own serve parser (None: unset), in a
+        child process: the parser imports vLLM and so Triton, whose nanobind types print
+        hundreds of "leaked" lines when the interpreter that imported them exits.
+        Raises ValueError with vLLM's message if it rejects them."""
+        try:
+            done = subprocess.run([sys.executable, "-c", _SERVE_PARSER, dest, *extra_args],
+                                  capture_output=True, text=True, timeout=300, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise ValueError(f"vLLM's serve parser did not answer: {e}") from None
+        try:
+            answer = json.loads(done.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise ValueError(f"vLLM's serve parser failed: {tail}") from None
+        if "error" in answer:
+            raise ValueError(answer["error"])
+        return answer.get("value")
 
-        return settings_changed(extra_args, [dest]).get(dest)
+
+_TRITON_DRIVERS = """
+from triton.backends import backends
+active = [x.driver for name, x in backends.items()
+          if name != "cpu" and x.driver and x.driver.is_active()]
+print(len(active))
+"""
+
+
+_SERVE_PARSER = """
+import json, sys
+from mtpsim.vllm_runner.owned_flags import settings_changed
+try:
+    value = settings_changed(sys.argv[2:], [sys.argv[1]]).get(sys.argv[1])
+    print(json.dumps({"value": value}, default=str))
+except ValueError as e:
+    print(json.dumps({"error": str(e)}))
+"""
 
 
 def _vllm_source(relative: str) -> str | None:
