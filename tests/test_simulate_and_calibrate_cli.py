@@ -108,6 +108,8 @@ def test_calibrate_without_a_measured_row_exits_2(tmp_path):
     res = CliRunner().invoke(app, ["calibrate", str(p)])
     assert res.exit_code == 2
     assert "calibration.measured.fresh" in res.output and "Traceback" not in res.output
+    # says what to add: the table and the metrics the fit needs
+    assert "[calibration.measured.fresh] table" in res.output and "median_tpot_ms" in res.output
 
 
 def test_calibrate_does_not_write_factors_fitted_to_another_setup(tmp_path):

@@ -55,7 +55,9 @@ def calibrate(exp: Experiment) -> Fit:
     row = c.measured.get(c.fit_policy)
     if row is None:
         raise SpecError(exp.source, f"calibration.measured.{c.fit_policy}",
-                        "expected the measured row to fit (a table of vLLM metric keys)")
+                        f"missing; expected a [calibration.measured.{c.fit_policy}] table of "
+                        f"the row to fit, with its {', '.join(c.fit_metrics)} (vLLM's metric "
+                        "keys, as experiments/pr47352.toml has)")
     measured = {m: float(row[m]) for m in c.fit_metrics}
     names = list(c.fit)
     before = {n: float(getattr(c, n)) for n in names}
