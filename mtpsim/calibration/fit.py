@@ -128,12 +128,23 @@ def _neg_loglik(theta: np.ndarray, d: dict[str, np.ndarray], k: int, x: np.ndarr
     if with_kappa and g is None:
         g = keep_factor(np.clip(d["ovl"], 0.0, 1.0), math.exp(theta[2 * k + 1]))
     eta = (b0[d["pos"]] + b1[d["pos"]] * x)[:, None] + math.sqrt(2.0) * sigma * nodes[None, :]
-    p = np.clip(g[:, None] / (1.0 + np.exp(-eta)) if g is not None else 1.0 / (1.0 + np.exp(-eta)),
-                1e-9, 1 - 1e-9)
+    # p = clip(g / (1 + exp(-eta)), 1e-9, 1 - 1e-9) and ll = y log p + (1 - y) log(1 - p), [E, J],
+    # computed in place: the same operations on the same values, without a new array for each
+    p = np.exp(np.negative(eta, out=eta), out=eta)
+    p += 1.0
+    np.divide(g[:, None] if g is not None else 1.0, p, out=p)
+    np.clip(p, 1e-9, 1 - 1e-9, out=p)
     y = d["y"][:, None]
-    ll = y * np.log(p) + (1 - y) * np.log1p(-p)  # [E, J]
-    per_req = np.zeros((n_req, nodes.size))
-    np.add.at(per_req, d["req"], ll)
+    ll = np.log(p)
+    ll *= y
+    miss = np.log1p(np.negative(p, out=p), out=p)
+    miss *= 1 - y
+    ll += miss
+    # per_req[r, j] = the sum of ll[e, j] over request r's events, added in event order: what
+    # np.add.at(per_req, req, ll) gives bit for bit, at about a third of its cost
+    j = nodes.size
+    cells = (d["req"][:, None] * j + np.arange(j)).ravel()
+    per_req = np.bincount(cells, weights=ll.ravel(), minlength=n_req * j).reshape(n_req, j)
     m = per_req.max(axis=1, keepdims=True)
     marg = m[:, 0] + np.log(np.exp(per_req - m) @ weights / math.sqrt(math.pi))
     return -float(marg.sum())
