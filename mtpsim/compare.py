@@ -248,7 +248,7 @@ def _k_of(res: Result) -> int | None:
     return int(k) if isinstance(k, int) else (len(_per_position(res)) or None)
 
 
-def _timing_row(row: ABRow, a: Result, b: Result, rope: Rope, normalise: bool, level: float) -> ABRow:
+def _timing_row(row: ABRow, a: Result, b: Result, rope: Rope, normalise: bool | str, level: float) -> ABRow:
     """A timing figure is judged only from paired rounds: a request-level bootstrap of two runs
     made one after the other cannot tell the policies' effect from the machine's drift."""
     from mtpsim.paired import paired_delta
@@ -262,7 +262,7 @@ def _timing_row(row: ABRow, a: Result, b: Result, rope: Rope, normalise: bool, l
 
 
 def ab_compare(a: Result, b: Result, *, num_boot: int = 2000, seed: int = 0,
-               level: float = 0.95, rope: Rope | None = None, normalise: bool = False) -> ABReport:
+               level: float = 0.95, rope: Rope | None = None, normalise: bool | str = False) -> ABReport:
     """B vs A. Acceptance figures: request-level bootstrap CIs (requests are the units; acceptance
     does not depend on timing). Timing figures: paired per-round deltas (mtpsim.paired) when both
     results hold interleaved rounds, otherwise no verdict. Without per-request records, the

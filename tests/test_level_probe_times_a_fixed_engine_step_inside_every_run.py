@@ -192,3 +192,27 @@ def test_compare_can_pair_rounds_in_units_of_the_level_probe():
     norm = paired_delta(fresh, share, "output_throughput", normalise="level")
     assert raw is not None and norm is not None
     assert max(abs(d) for d in norm.deltas_pct) < 1e-9 < min(abs(d) for d in raw.deltas_pct)
+
+
+def test_compare_normalise_level_flag_pairs_in_level_units(tmp_path):
+    import json
+
+    from test_compare_pairs_interleaved_rounds_so_drift_is_not_significant import _ramped
+    from typer.testing import CliRunner
+
+    from mtpsim.cli import app
+
+    fresh, share = _ramped(6, effect=0.0, interleaved=True, ramp=0.2)
+    for res in (fresh, share):
+        res.extra.clock = "cpu"
+        for rnd in res.extra.rounds:
+            rnd["level"] = level.record([_reading([1.0 / rnd["metrics"]["output_throughput"]] * 3)], 0.0)
+        res.write(tmp_path / f"{res.policy}.json")
+    out = {}
+    for flag in ([], ["--normalise-level"]):
+        r = CliRunner().invoke(app, ["compare", str(tmp_path), "--json", "--num-boot", "100", *flag])
+        assert r.exit_code == 0, r.output
+        ab = json.loads(r.output)["ab"]["real:share"]
+        out[bool(flag)] = (ab["normalised"], {x["metric"]: x for x in ab["rows"]}["output_throughput"])
+    assert out[True][0] == "level" and out[False][0] is False
+    assert out[True][1]["verdict"] == "no practical difference" != out[False][1]["verdict"]

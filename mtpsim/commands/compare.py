@@ -32,6 +32,10 @@ def compare(
     normalise: Annotated[bool, typer.Option(
         "--normalise", help="Put each round's timings in units of the machine-speed probe taken "
         "around it before pairing (mtpsim.probe).")] = False,
+    normalise_level: Annotated[bool, typer.Option(
+        "--normalise-level", help="Put each round's timings in units of the reference engine's "
+        "in-engine level probe (one fixed decode step timed inside the round; mtpsim.level) "
+        "before pairing.")] = False,
 ) -> None:
     """Compare results: [b]sim vs real[/b] for every policy found in both modes (error % per
     metric and the mean absolute percentage error), and a [b]policy A/B[/b] within each mode:
@@ -64,7 +68,7 @@ def compare(
         else:
             report.print_sweep(console, found)
         return
-    run = runs.compare(inputs, baseline, num_boot, seed, rope, normalise)
+    run = runs.compare(inputs, baseline, num_boot, seed, rope, "level" if normalise_level else normalise)
     if not as_json:
         report.print_compare(console, run)
     if plot is not None:

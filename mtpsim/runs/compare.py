@@ -96,8 +96,9 @@ def _finite(x: float) -> float | None:
 
 
 def compare(inputs: list[str], baseline: str, num_boot: int, seed: int, rope: Rope,
-            normalise: bool) -> CompareRun:
-    """Load, pair sim against real, A/B every policy against `baseline` within each mode."""
+            normalise: bool | str) -> CompareRun:
+    """Load, pair sim against real, A/B every policy against `baseline` within each mode
+    (`normalise`: mtpsim.paired.paired_delta's, True = the machine probe, "level")."""
     from mtpsim.compare import fidelity, mean_abs_pct_error, workload_mismatch
 
     by_mode: dict[str, dict[str, Result]] = {}
@@ -134,7 +135,7 @@ def check_something_compared(run: CompareRun, baseline: str) -> None:
 
 
 def _ab(run: CompareRun, mode: str, names: tuple[str, str], ab: tuple[Result, Result], num_boot: int,
-        seed: int, rope: Rope, normalise: bool) -> None:
+        seed: int, rope: Rope, normalise: bool | str) -> None:
     """One policy against the baseline in one mode, into `run`."""
     from mtpsim.compare import ab_compare
 
