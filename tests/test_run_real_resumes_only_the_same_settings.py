@@ -15,7 +15,11 @@ from mtpsim.cli import app
 
 
 def _run(spec: Path, out: Path, *extra: str):
-    return CliRunner().invoke(app, ["run-real", str(spec), "--out", str(out), "-p", "fresh", *extra])
+    # --no-probe: which settings resume is all these tests ask; the machine-speed probe (two
+    # readings of a few CPU seconds per run) is tested where it is asked about
+    # (test_run_real_runs_policies_in_interleaved_rounds_with_probes.py)
+    return CliRunner().invoke(app, ["run-real", str(spec), "--out", str(out), "-p", "fresh",
+                                    "--no-probe", *extra])
 
 
 @pytest.mark.slow
@@ -56,7 +60,7 @@ def test_another_seed_or_policy_file_is_not_resumed(tmp_path):
     spec, out = _setup(tmp_path), tmp_path / "out"
     assert _run(spec, out).exit_code == 0
     (out / "share.json").write_bytes((out / "fresh.json").read_bytes())  # fresh's result as share's
-    r = CliRunner().invoke(app, ["run-real", str(spec), "--out", str(out), "-p", "share"])
+    r = CliRunner().invoke(app, ["run-real", str(spec), "--out", str(out), "-p", "share", "--no-probe"])
     assert r.exit_code == 2 and "policy" in r.output
     r = _run(spec, out, "--seed", "11")
     assert r.exit_code == 2 and "seed" in r.output
