@@ -44,6 +44,12 @@ class Lockstep:
         self.next = 0  # first arrival not yet prefilled
         self.since = -np.inf  # start of the last step run: earlier arrivals were prefilled
 
+    def add(self, arrive_s: float, prompt: np.ndarray) -> None:
+        """More arrivals at `arrive_s`, none earlier than those held (the other ranks'
+        requests as their API servers admit them, mtpsim.sim.frontend)."""
+        self.arrive_s = np.append(self.arrive_s, np.full(len(prompt), arrive_s))
+        self.prompt = np.append(self.prompt, np.asarray(prompt, float))
+
     def price(self, cost: Any, shape: StepShape, phases: dict[str, np.ndarray], t0: float,
               steps: int, until: float = np.inf) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Phases of a run of steps starting at `t0` with the other ranks' prompts landing in

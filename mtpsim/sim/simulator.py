@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mtpsim.arrivals import Client, send_offsets
+from mtpsim.arrivals import send_offsets
 from mtpsim.metrics import RequestRecord, SpecDecodeCounters, latency_metrics, median
 from mtpsim.models.acceptance import draw_accepted
 from mtpsim.models.build import models_for
@@ -28,6 +28,7 @@ from mtpsim.result import PHASES, Result
 from mtpsim.sim.bulk import MAX_BULK_STEPS, Bulk, sum_min
 from mtpsim.sim.clock import Clock, StepLog
 from mtpsim.sim.entities import RequestTable, draw_filtered, draw_lengths
+from mtpsim.sim.frontend import api_servers, frontend_for, frontend_queue, streamed_times
 from mtpsim.sim.lockstep import Lockstep
 from mtpsim.sim.scheduler import KvCache, Lookahead, Plan, Scheduler
 from mtpsim.spec import Experiment
@@ -35,6 +36,8 @@ from mtpsim.spec.sections import SCHEDULERS
 
 if TYPE_CHECKING:
     from mtpsim.calibration.schema import Calibration
+
+__all__ = ["Simulator", "api_servers", "frontend_queue", "simulate", "streamed_times"]
 
 # deployment totals a DP run scales from its simulated rank (the others served as many)
 DP_TOTALS = ("completed", "total_input_tokens", "total_output_tokens", "request_throughput",
@@ -93,15 +96,6 @@ class Simulator:
             ids = np.arange(requests.start, requests.stop)
             inputs, outputs, shift = inputs[ids], outputs[ids], shift[ids]
             sends = sends[ids] - sends[ids[0]]
-        # The API servers take requests one at a time before the engines see them; the client
-        # times TTFT and latency from its own send (`_client_sends`). Modelled without a
-        # concurrency limit only (with one, sends wait for finishes and the queue stays short).
-        frontend = (calibration is None and conc is None
-                    and exp.calibration.frontend_ms_per_request > 0)
-        client_sends = sends
-        if frontend:
-            sends = frontend_queue(sends, exp.calibration.frontend_ms_per_request * 1e-3,
-                                   api_servers(exp))
         # Data parallelism: dp engines, each with its own scheduler and KV cache, get the
         # requests round-robin (vLLM 0.33.0 `v1/engine/core_client.py`
         # `DPLBAsyncMPClient.get_core_engine_for_request`, ~line 1751: "a burst spreads
@@ -110,23 +104,30 @@ class Simulator:
         # MoE batch of all ranks padded to its own, and the totals scaled by dp (`_result`).
         self.dp = exp.engine.dp
         self.lockstep: Lockstep | None = None
+        self._prompts: np.ndarray | None = None  # every rank's prompts, for arrivals the API
+        # server's loop reports (`_admit`)
+        modelled = calibration is None and conc is None  # the API server's costs apply
+        coupled = modelled and exp.calibration.frontend_ms_per_request > 0
+        all_sends = sends  # every rank's: the API servers take them all
         if self.dp > 1:
             mine = np.arange(0, n, self.dp)
             if conc is None and requests is None and not (math.isinf(w.request_rate)
-                                                          and not frontend):
-                others = np.setdiff1d(np.arange(n), mine)  # the other ranks' (sim/lockstep.py)
-                self.lockstep = Lockstep(sends[others], inputs[others], self.topk)
+                                                          and not coupled):
+                # the other ranks' prompts (sim/lockstep.py): when sent, or, behind the API
+                # servers' loops, when the loop admits them (`_admit`)
+                others = np.setdiff1d(np.arange(n), mine)
+                self.lockstep = (Lockstep(np.zeros(0), np.zeros(0), self.topk) if coupled
+                                 else Lockstep(sends[others], inputs[others], self.topk))
+                self._prompts = inputs if coupled else None
             inputs, outputs, shift, sends = inputs[mine], outputs[mine], shift[mine], sends[mine]
-            client_sends = client_sends[mine]
             conc = None if conc is None else -(-conc // self.dp)
         self.reqs = RequestTable(inputs, outputs, self.k)
         self.shift = shift
-        self._client_sends = client_sends if frontend else None
-        # The same servers stream every output chunk back (`streamed_times`): modelled where
-        # the queue is. Each of the dp ranks' chunks goes to the server of its request.
-        self._chunk_s = (exp.calibration.frontend_us_per_chunk * 1e-6 * self.dp / api_servers(exp)
-                         if calibration is None and conc is None else 0.0)
-        self.client = Client(sends, conc)
+        # The API server in front of the engine (mtpsim.sim.frontend): with its costs (no
+        # fitted calibration, no concurrency limit), one event loop admits the requests and
+        # streams the steps' outputs, taking turns; else requests reach the engine when sent.
+        # The client times TTFT and latency from its own send.
+        self.client = frontend_for(exp, all_sends, conc, self.dp, modelled)
         self.kv_size = None  # the KV cache's size (mtpsim.models.memory), when modelled
         e = exp.engine
         rule = SCHEDULERS[e.scheduler]
@@ -138,7 +139,7 @@ class Simulator:
         self.log = StepLog({p: 0.0 for p in PHASES})
         # rate inf: every send waits only for a slot, so no decision needs seconds until the
         # end and the client counts in positions (steps run); else it counts seconds
-        self.deferred = math.isinf(w.request_rate) and self._client_sends is None
+        self.deferred = math.isinf(w.request_rate) and not self.client.in_seconds
         self.finished = 0
 
     # ---- main loop ---------------------------------------------------------------------------
@@ -151,9 +152,7 @@ class Simulator:
             run_planned(self)
             return self._result()
         while self.finished < n:
-            for rid, s in self.client.send_until(self._now()):
-                self.reqs.send_at[rid] = s if self._client_sends is None else self._client_sends[rid]
-                self.sched.add(rid)
+            self._admit(self.client.send_until(self._now()))
             if not self.sched.running and not self.sched.waiting:
                 self.clock.wait_until(self.client.next_send_s())
                 continue
@@ -161,6 +160,18 @@ class Simulator:
             if self.progress is not None:
                 self.progress(self.finished, n)
         return self._result()
+
+    def _admit(self, sent: list[tuple[int, float]]) -> None:
+        """The engine sees these requests (id, when the client sent it); the other ranks'
+        requests the API server's loop admitted join the lock-step."""
+        for rid, s in sent:
+            self.reqs.send_at[rid] = s
+            self.sched.add(rid)
+        others = self.client.others
+        while others:
+            t, ids = others.pop(0)
+            if self.lockstep is not None and self._prompts is not None:
+                self.lockstep.add(t, self._prompts[ids])
 
     def plannable(self) -> bool:
         """No decision needs seconds (rate inf), the token budget always covers a decode step of
@@ -311,18 +322,23 @@ class Simulator:
         else:
             phases = self.cost.step(shape)
             room = len(self.sched.running) < self.sched.max_num_seqs
-            t_next = self.client.next_send_s() if room else math.inf
-            if self.lockstep is not None:  # steps another rank's prompt holds up
-                phases, start = self.lockstep.price(self.cost, shape, phases, self.clock.now(),
-                                                    min(n, bulk.steps), t_next)
-            elapsed = np.cumsum(sum(phases.values()))
+            if self.lockstep is not None:  # steps another rank's prompt holds up (no prompt
+                # lands after the next send, which the steps' outputs can only delay)
+                phases, start = self.lockstep.price(
+                    self.cost, shape, phases, self.clock.now(), min(n, bulk.steps),
+                    self.client.next_send_s() if room else math.inf)
+            ends = self.clock.now() + np.cumsum(sum(phases.values()))
+            chunks = _per_step(shape.num_decode, bulk.steps) + _per_step(shape.prefill_done,
+                                                                           bulk.steps)
+            t_next = self.client.next_send_s(ends, chunks) if room else math.inf
             if room:
                 if math.isfinite(t_next):  # the batch changes at the step end after the next send
-                    n = min(n, int(np.searchsorted(elapsed, t_next - self.clock.now())) + 1)
+                    n = min(n, int(np.searchsorted(ends, t_next)) + 1)
             n = max(1, min(n, bulk.steps))
             if self.lockstep is not None:
                 self.lockstep.commit(start, n)
             self.clock.run(shape, n, int(decode_only[n - 1]), phases)
+            self.client.on_steps(ends[:n], chunks[:n])
         self.log.python_iterations += 1
         return n
 
@@ -420,8 +436,7 @@ class Simulator:
     def _result(self) -> Result:
         reqs, k = self.reqs, self.k
         times = self.clock.times()
-        if self._chunk_s > 0:  # what the client sees: tokens after the API server streamed them
-            times = streamed_times(times, self.clock.chunks(), self._chunk_s)
+        times = self.client.seen(times, self.clock.chunks())  # after the API server streamed them
         if k == 0:  # plain decoding: the decode steps drafted nothing
             reqs.drafts[:] = 0
         drafts = int(reqs.drafts.sum())
@@ -506,32 +521,7 @@ def simulate(exp: Experiment, policy: str, progress: Progress | None = None,
     return sim.run()
 
 
-def api_servers(exp: Experiment) -> int:
-    """API-server processes: engine.api_server_count, else vLLM 0.33.0's default, one per DP
-    rank (`entrypoints/cli/serve.py`: "Defaulting api_server_count to data_parallel_size";
-    vLLM PR #32525, January 2026; before it, one)."""
-    return exp.engine.api_server_count or exp.engine.dp
-
-
-def frontend_queue(sends: np.ndarray, cost_s: float, servers: int = 1) -> np.ndarray:
-    """When the engine sees each request: `servers` API servers, request i going to server
-    i mod servers, each takes its requests in send order, `cost_s` each (a FIFO single server:
-    a_i = max(send_i, a_(i-servers)) + cost)."""
-    out = np.empty_like(np.asarray(sends, float))
-    free = [0.0] * servers
-    for i, s in enumerate(sends):
-        j = i % servers
-        free[j] = max(float(s), free[j]) + cost_s
-        out[i] = free[j]
-    return out
-
-
-def streamed_times(times: np.ndarray, chunks: np.ndarray, cost_s: float) -> np.ndarray:
-    """When the client sees each step's tokens ([steps + 1], as `times`): the API server
-    processes the steps' output chunks in order, `cost_s` each, after the step ends
-    (v_j = max(t_j, v_(j-1)) + chunks_j x cost); it keeps up while a step outlasts its chunks'
-    work, else tokens reach the client late and the lag grows."""
-    work = np.concatenate([[0.0], np.cumsum(np.asarray(chunks, float) * cost_s)])  # C_j
-    # v_j = max over i <= j of t_i + (C_j - C_(i-1)): the unrolled recursion, vectorised
-    start = np.maximum.accumulate(times - np.concatenate([[0.0], work[:-1]]))
-    return np.concatenate([[times[0]], (work + start)[1:]])
+def _per_step(x: Any, n: int) -> np.ndarray:
+    """A StepShape field over `n` steps (an array over steps, or one number for all)."""
+    a = np.asarray(x, float)
+    return np.full(n, float(a)) if a.ndim == 0 else a[:n]

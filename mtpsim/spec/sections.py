@@ -342,18 +342,21 @@ class CalibrationSpec:
     host_us_per_request: float = option(40.0, "host CPU time per request in a step (scheduler, "
                                         "output update, input preparation), µs; hidden behind "
                                         "the GPU under async scheduling", in_range(0, 1e5))
-    frontend_ms_per_request: float = option(0.0, "API-server time per request before the engine "
-                                            "sees it (HTTP, chat template, tokenization, input "
-                                            "processing), ms; each API server (engine."
-                                            "api_server_count) takes its share in order; "
+    frontend_ms_per_request: float = option(0.0, "API-server event-loop time per request before "
+                                            "the engine sees it (HTTP, request validation, "
+                                            "input processing), ms; it takes turns with the "
+                                            "output slices on the same loop; each API server "
+                                            "(engine.api_server_count) takes its share in order; "
                                             "without max_concurrency only",
                                             in_range(0, 1e4))
     frontend_us_per_chunk: float = option(0.0, "API-server time per streamed output chunk (one "
                                           "request's tokens of one engine step: output "
                                           "processing, detokenization, the SSE message), µs; "
-                                          "the server streams in step order, so when it falls "
-                                          "behind, tokens reach the client late; without "
-                                          "max_concurrency only", in_range(0, 1e5))
+                                          "the server streams in step order, in slices of 128 "
+                                          "with admissions between, so when it falls behind, "
+                                          "tokens reach the client late and waiting requests "
+                                          "are admitted late; without max_concurrency only",
+                                          in_range(0, 1e5))
     moe_imbalance: float = option(1.3, "expert parallelism: the busiest GPU's routed tokens over "
                                   "the mean (1 = uniform routing)", in_range(1, 16))
     fit: tuple[str, ...] = option(("mem_efficiency", "compute_efficiency"),
