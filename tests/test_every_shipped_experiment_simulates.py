@@ -25,6 +25,8 @@ def test_there_are_experiments_to_check():
     assert len(FILES) >= 10
 
 
+@pytest.mark.slow  # one simulate or advise per shipped file (~90 files); the commands themselves
+# are tested in the fast loop on a few of them
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(EXPERIMENTS)) for p in FILES])
 def test_the_shipped_file_runs(path, tmp_path):
     if "deployment" in tomllib.loads(path.read_text()):

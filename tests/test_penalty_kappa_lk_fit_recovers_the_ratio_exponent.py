@@ -15,6 +15,9 @@ KAPPAS = (2.0, 1.0)
 GAMMA = 1.0  # kappa doubles with L / K: the penalty fades at long context
 
 
+# The tests that recover known parameters from `cal` are `slow`: it fits 2 x 240 synthetic requests
+# (~10 CPU s). The form's fit stays in the fast loop in
+# test_penalty_forms_round_trip_json_and_fit_as_before.py.
 @pytest.fixture(scope="module")
 def cal():
     traces = [make_trace("fresh", 5, n_requests=240),
@@ -22,6 +25,7 @@ def cal():
     return fit_traces(traces)
 
 
+@pytest.mark.slow  # fits 2 x 240 requests (see `cal`)
 def test_exponent_and_kappas_are_recovered(cal):
     lk = cal.acceptance.kappa_lk
     assert lk is not None and len(lk["kappa_steps"]) == K_DRAFT - 1
@@ -31,11 +35,13 @@ def test_exponent_and_kappas_are_recovered(cal):
         assert got == pytest.approx(true, rel=0.35)
 
 
+@pytest.mark.slow  # fits 2 x 240 requests (see `cal`)
 def test_kappa_lk_follows_the_data_better_than_kappa_step(cal):
     rep = cal.acceptance.report["share"]
     assert rep["kappa_lk"]["r2"] > rep["kappa_step"]["r2"]
 
 
+@pytest.mark.slow  # fits 2 x 240 requests (see `cal`)
 def test_the_simulator_scales_kappa_with_context_over_topk(cal):
     lk = cal.acceptance.kappa_lk
     ctx = np.array([300.0, 1200.0])
@@ -48,6 +54,7 @@ def test_the_simulator_scales_kappa_with_context_over_topk(cal):
         assert np.allclose(share[:, s], fresh[:, s] * keep_factor(o, kap), rtol=0.03)
 
 
+@pytest.mark.slow  # fits 2 x 240 requests (see `cal`)
 def test_a_malformed_or_missing_fit_is_refused_by_name(cal):
     obj = cal.to_json()
     obj["acceptance"]["kappa_lk"] = {"kappa_steps": [1.0, 2.0], "exponent": "x", "ratio_ref": 8}

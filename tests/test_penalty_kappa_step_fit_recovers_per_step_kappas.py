@@ -14,6 +14,9 @@ from mtpsim.models.penalty import keep_factor, parametric
 KAPPAS = (2.5, 0.7)  # a mild penalty at draft step 1 (~10 %), a strong one at step 2 (~50 %)
 
 
+# The tests that recover known parameters from `cal` are `slow`: it fits 2 x 240 synthetic requests
+# (~10 CPU s). The form's fit stays in the fast loop in
+# test_penalty_forms_round_trip_json_and_fit_as_before.py.
 @pytest.fixture(scope="module")
 def cal():
     # one seed: both policies serve the same requests (prompts, lengths, request shifts), as the
@@ -23,6 +26,7 @@ def cal():
     return fit_traces(traces)
 
 
+@pytest.mark.slow  # fits 2 x 240 requests (see `cal`)
 def test_per_step_kappas_are_recovered_from_noisy_recorded_overlaps(cal):
     got = cal.acceptance.kappa_steps
     assert got is not None and len(got) == K_DRAFT - 1
@@ -31,6 +35,7 @@ def test_per_step_kappas_are_recovered_from_noisy_recorded_overlaps(cal):
     assert got[0] > 2 * got[1]  # the step dependence itself, not just the level
 
 
+@pytest.mark.slow  # fits 2 x 240 requests (see `cal`)
 def test_kappa_step_follows_the_per_position_rate_where_one_kappa_cannot(cal):
     share = cal.acceptance.report["share"]
     step = share["kappa_step"]
@@ -41,6 +46,7 @@ def test_kappa_step_follows_the_per_position_rate_where_one_kappa_cannot(cal):
     assert step["r2"] > share["r2"]
 
 
+@pytest.mark.slow  # fits 2 x 240 requests (see `cal`)
 def test_the_simulator_applies_the_fitted_kappa_of_each_step(cal):
     ctx = np.array([300.0, 1200.0])
     fresh = FittedAcceptance(cal, "fresh", K_DRAFT, TOPK).conditional(ctx)
@@ -54,6 +60,7 @@ def test_the_simulator_applies_the_fitted_kappa_of_each_step(cal):
         assert np.allclose(share[:, s], expect, rtol=0.03)
 
 
+@pytest.mark.slow  # fits 2 x 240 requests (see `cal`)
 def test_a_file_without_kappa_steps_refuses_the_kappa_step_form_by_name(cal):
     obj = cal.to_json()
     obj["acceptance"]["kappa_steps"] = None

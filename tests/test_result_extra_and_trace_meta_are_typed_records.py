@@ -28,6 +28,7 @@ def _kept(original: dict, written: dict) -> None:
         k: v for k, v in written.items() if v is not None}
 
 
+@pytest.mark.slow  # reads every shipped file (1,108 results, 30 MB)
 def test_every_shipped_result_loads_and_writes_its_extra_back():
     assert len(RESULTS) > 100, "the shipped results moved: point the test at them"
     for path in RESULTS:
@@ -35,6 +36,7 @@ def test_every_shipped_result_loads_and_writes_its_extra_back():
         _kept(original, load_result(path).to_json()["extra"])
 
 
+@pytest.mark.slow  # reads every shipped file (1,108 results, 30 MB)
 def test_every_shipped_trace_header_loads_and_writes_its_meta_back():
     assert len(TRACES) > 100
     for path in TRACES:

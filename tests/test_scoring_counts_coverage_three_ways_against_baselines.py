@@ -18,6 +18,7 @@ def _normal(config: str, mu: float, sd: float, real: float, **kw) -> Scored:
                    (mu - sd * z_of(1 - 2 * q) if q < 0.5 else mu) for q in QS}, **kw)
 
 
+@pytest.mark.slow  # 2,000 predictions; quadratic, ~8 CPU s
 def test_calibrated_predictions_cover_at_their_nominal_levels():
     rng = np.random.default_rng(0)
     vals = [_normal(f"c{i}", 10.0, 1.0, float(10 + rng.normal())) for i in range(2000)]
