@@ -155,11 +155,14 @@ def analyse(out: Path) -> dict:
 
 
 def ship(out: Path, dest: Path) -> None:
-    """Each slice's pooled results and gzipped traces, and the run log, into `dest`."""
+    """Each slice's pooled results and gzipped traces, and the run log, into `dest` (paths in the
+    checkout made relative)."""
     for s in sorted(out.glob("s[0-9][0-9]")):
         (dest / s.name).mkdir(parents=True, exist_ok=True)
         for p in POLICIES:
-            shutil.copy(s / f"{p}.json", dest / s.name / f"{p}.json")
+            # the spec's source is the absolute path run-real was given: shipped relative
+            text = (s / f"{p}.json").read_text().replace(f'"{ROOT}/', '"')
+            (dest / s.name / f"{p}.json").write_text(text)
             gz = dest / s.name / f"{p}.trace.jsonl.gz"
             with open(s / f"{p}.trace.jsonl", "rb") as f, gzip.open(gz, "wb") as g:
                 g.write(f.read())
