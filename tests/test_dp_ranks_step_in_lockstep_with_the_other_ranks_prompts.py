@@ -76,7 +76,9 @@ def test_dp8_with_a_spread_burst_waits_on_the_other_ranks_prompts():
     without.lockstep = None  # the one-rank model before the lock-step
     b = without.run()
     assert a.metrics["duration"] > b.metrics["duration"]
-    assert a.metrics["mean_tpot_ms"] > 1.2 * b.metrics["mean_tpot_ms"]
+    # 1.20x when the MoE exchange was priced DeepEP-style, 1.197x since it is vLLM's
+    # all-gather + reduce-scatter (fa89272): the wait must stay a clear, not a marginal, effect
+    assert a.metrics["mean_tpot_ms"] > 1.1 * b.metrics["mean_tpot_ms"]
     assert a.phases["prefill"] > 1.2 * b.phases["prefill"]  # mean seconds a step: the wait
 
 
