@@ -84,7 +84,7 @@ PARAMS: dict[str, Param] = {
         "calibration.frontend_ms_per_request", 0.0, 1e4, "loguniform(10, 24)",
         "fitted on the training rows, the admission alone (it takes turns with the output "
         "slices on the API server's loop): at the other priors' medians the three vLLM TP8 "
-        "ShareGPT rows at t = 0 (median TTFT 10.3-13.6 s, P99 20.7-23.8 s) need 16.5-21.5 ms, "
+        "ShareGPT rows at t = 0 (median TTFT 10.3-13.6 s, P99 20.7-23.8 s) need 17-21.5 ms, "
         "the DP8 + EP row (one API server for eight ranks) 10 ms (P99) to 16 ms (median) "
         "(docs/public-corpus.md, v6); drawn only without max_concurrency",
         calibrated_by_file=True, only_with=("workload.max_concurrency", (None,))),
