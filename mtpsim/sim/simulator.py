@@ -47,6 +47,30 @@ TAIL_MARGIN, TAIL_SLACK = 1.25, 8  # decode-only steps drawn past the expected f
 Progress = Callable[[int, int], None]
 
 
+def draw_requests(exp: Experiment, rng: np.random.Generator,
+                  sigma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The workload's prompt and output lengths and each request's acceptance shift, drawn in
+    that order from `rng` (the workload's stream)."""
+    w = exp.workload
+    n = w.num_prompts
+    if w.max_total_len:
+        inputs, outputs = draw_filtered(rng, n, (w.input_len, w.output_len),
+                                        (w.input_len_spread, w.output_len_spread),
+                                        w.max_total_len)
+    else:
+        inputs = draw_lengths(rng, n, w.input_len, w.input_len_distribution, w.input_len_spread)
+        outputs = draw_lengths(rng, n, w.output_len, w.output_len_distribution,
+                               w.output_len_spread)
+    # per-request acceptance shifts: normal quantiles in random order (stratified), so even a
+    # few hundred requests carry the intended spread and no accidental mean shift
+    order = rng.permutation(n)
+    if sigma <= 0:
+        return inputs, outputs, np.zeros(n)
+    from scipy.special import ndtri  # scipy.special alone costs more than a simulation
+
+    return inputs, outputs, sigma * ndtri((order + 0.5) / n)
+
+
 class Simulator:
     """Simulates one policy of an experiment; `run()` returns a Result (`records=False`: its
     metrics only, for callers that read nothing else). `requests`: only those of the seeded
@@ -72,24 +96,7 @@ class Simulator:
         self.rng = np.random.default_rng(a_seq)
         w = exp.workload
         n = w.num_prompts
-        if w.max_total_len:
-            inputs, outputs = draw_filtered(w_rng, n, (w.input_len, w.output_len),
-                                            (w.input_len_spread, w.output_len_spread),
-                                            w.max_total_len)
-        else:
-            inputs = draw_lengths(w_rng, n, w.input_len, w.input_len_distribution,
-                                  w.input_len_spread)
-            outputs = draw_lengths(w_rng, n, w.output_len, w.output_len_distribution,
-                                   w.output_len_spread)
-        # per-request acceptance shifts: normal quantiles in random order (stratified), so even
-        # a few hundred requests carry the intended spread and no accidental mean shift
-        order = w_rng.permutation(n)
-        if self.acc.sigma > 0:
-            from scipy.special import ndtri  # scipy.special alone costs more than a simulation
-
-            shift = self.acc.sigma * ndtri((order + 0.5) / n)
-        else:
-            shift = np.zeros(n)
+        inputs, outputs, shift = draw_requests(exp, w_rng, self.acc.sigma)
         sends, conc = send_offsets(n, w.request_rate, w.burstiness, exp.seed), w.max_concurrency
         self.first_id = 0 if requests is None else requests.start  # records keep workload-wide ids
         if requests is not None:  # one round: its requests, its schedule from 0 (as run-real's runner)
