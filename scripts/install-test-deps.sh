@@ -34,7 +34,7 @@ pipi() {
 }
 
 step "torch 2.13.0, CPU build (~190 MB download)" pipi torch==2.13.0
-step "mtpsim and its test extra (fastapi, aiohttp, matplotlib, ruff, ...)" pipi -e '.[test]'
+step "mtpsim and its test extra (fastapi, aiohttp, matplotlib, ruff, pytest-xdist, ...)" pipi -e '.[test]'
 
 # vLLM 0.33.0, the light route (the plugin's contract tests run against the real package):
 # the wheel without its dependencies, then its own non-extra requirements minus torch and the

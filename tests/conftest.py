@@ -5,8 +5,11 @@ Under CI (CI=true) no test may be skipped: tests that need vLLM, fastapi or aioh
 are installed by scripts/install-test-deps.sh and the vLLM contract tests must run, so a skip
 there means a broken install and fails the run.
 
-`slow` marks tests that start clusters, servers or whole processes; `pytest -m "not slow"` is
-the quick loop while editing, and CI runs everything (README's test command).
+`slow` marks tests that start clusters, servers or whole processes, and the data sweeps and
+large-sample recoveries (every shipped file; fits of hundreds of synthetic requests);
+`pytest -m "not slow" -n 2` (pytest-xdist, one worker per core) is the quick loop while editing,
+and CI runs everything in one process (README's test command). Tests must stay safe to run in
+parallel: temporary folders from tmp_path, port 0, no shared files written.
 """
 
 from __future__ import annotations
