@@ -6,7 +6,6 @@ can normalise timings by it."""
 
 from __future__ import annotations
 
-import copy
 import math
 
 import pytest
@@ -15,7 +14,7 @@ from _synthetic_traces import make_trace
 
 from mtpsim import level, rounds
 from mtpsim.calibration.fit import fit_traces
-from mtpsim.calibration.normalise import normalised
+from mtpsim.calibration.normalise import normalised, scaled
 from mtpsim.calibration.schema import CalibrationError
 from mtpsim.engine import weights
 from mtpsim.engine.level import STEP, LevelProbe, RunLevels, Step
@@ -150,12 +149,7 @@ def test_a_run_records_its_level_and_it_round_trips_through_json_and_pooling(tmp
 def _with_levels(traces, factors):
     out = []
     for tr, f in zip(traces, factors, strict=True):
-        t = copy.deepcopy(tr)
-        for st in t.steps:
-            for d in (st.phases, st.attention):
-                for key in d:
-                    d[key] *= f
-            st.time_s *= f
+        t = scaled(tr, f)
         t.meta.clock = "cpu"
         t.meta.level = level.record([_reading([0.05 * f] * 3)], 0.0)
         out.append(t)

@@ -41,6 +41,19 @@ def unit_of(tr: Trace, by: str, clock: str) -> float | None:
     return probe_figure(tr.meta.probe, clock)
 
 
+def scaled(tr: Trace, f: float) -> Trace:
+    """A copy of `tr` with every second of it times `f`: phases, attention, the shadow and the
+    whole timeline (host gaps ran at the same level)."""
+    t = copy.deepcopy(tr)
+    for st in t.steps:
+        for d in (st.phases, st.attention):
+            for key in d:
+                d[key] *= f
+        st.shadow_s *= f
+        st.time_s *= f
+    return t
+
+
 def normalised(traces: Sequence[Trace], by: str) -> tuple[list[Trace], dict[str, Any]]:
     """Copies of the traces with every phase, attention, shadow and clock second scaled to the traces'
     median figure, and what was done (by, clock, unit_s, each trace's scale)."""
@@ -55,14 +68,6 @@ def normalised(traces: Sequence[Trace], by: str) -> tuple[list[Trace], dict[str,
     ref = statistics.median(units)  # type: ignore[type-var]
     out = []
     for tr, unit in zip(traces, units, strict=True):
-        f = ref / unit  # type: ignore[operator]
-        t = copy.deepcopy(tr)
-        for st in t.steps:
-            for d in (st.phases, st.attention):
-                for key in d:
-                    d[key] *= f
-            st.shadow_s *= f
-            st.time_s *= f  # the whole timeline: host gaps ran at the same level
-        out.append(t)
+        out.append(scaled(tr, ref / unit))  # type: ignore[operator]
     return out, {"by": by, "clock": clock, "unit_s": ref,
                  "scales": [ref / u for u in units]}  # type: ignore[operator]
