@@ -1,7 +1,5 @@
 """The calibration fits recover the parameters synthetic traces were drawn from."""
 
-import time
-
 import numpy as np
 import pytest
 from _synthetic_traces import (
@@ -26,9 +24,8 @@ from mtpsim.models.cost import KEY_FEATURES
 @pytest.fixture(scope="module")
 def fitted():
     traces = [make_trace("fresh", 1, n_requests=160), make_trace("share", 2, n_requests=160)]
-    t0 = time.perf_counter()
     cal = fit_traces(traces, ["fresh.trace.jsonl", "share.trace.jsonl"])
-    return cal, time.perf_counter() - t0
+    return cal, None  # its speed: benchmarks/bench_trace_fit.py
 
 
 def test_acceptance_curves_per_position_are_recovered(fitted):
@@ -79,10 +76,6 @@ def test_prompt_lengths_are_reconstructed_from_first_verifications():
         expected[j - 1] += plen
     assert np.array_equal(q.prefill_tokens, expected)
     assert q.prefill_done.sum() == 12
-
-
-def test_fit_takes_seconds_not_minutes(fitted):
-    assert fitted[1] < 20
 
 
 def test_per_key_cost_comes_from_the_traced_attention_and_prices_another_topk(fitted):
