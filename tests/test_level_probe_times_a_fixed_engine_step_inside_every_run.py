@@ -7,6 +7,7 @@ can normalise timings by it."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -210,3 +211,44 @@ def test_compare_normalise_level_flag_pairs_in_level_units(tmp_path):
         out[bool(flag)] = (ab["normalised"], {x["metric"]: x for x in ab["rows"]}["output_throughput"])
     assert out[True][0] == "level" and out[False][0] is False
     assert out[True][1]["verdict"] == "no practical difference" != out[False][1]["verdict"]
+
+
+def test_run_real_asks_for_the_level_probe_by_the_backends_capability(tmp_path, monkeypatch):
+    """The in-process reference engine declares `level`; run-real passes level=True to its
+    runner only while the machine-speed probe is on (--no-probe: the runner is not asked)."""
+    import sys
+
+    from test_reports_fit_80_and_120_columns import write_small
+    from typer.testing import CliRunner
+
+    from mtpsim import probe
+    from mtpsim.cli import app
+    from mtpsim.real.reference import InProcessReference
+    from mtpsim.sim.simulator import simulate
+
+    assert InProcessReference.caps.level
+    asked: list[bool] = []
+
+    class NoTrace:
+        meta = type("Meta", (), {})()
+
+        def write(self, path):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text("")
+
+    def runner(exp, policy, progress, level=False):
+        asked.append(level)
+        return simulate(exp, policy), NoTrace()
+
+    reading = {"version": probe.PROBE_VERSION, "threads": 1, "repeats": 1, "wall_s": 0.1,
+               "cpu_s": 0.1, "walls_s": [0.1], "cpus_s": [0.1], "utc": "2026-12-02T00:00:00Z"}
+    monkeypatch.setattr(probe, "run_probe", lambda repeats=probe.REPEATS: dict(reading))
+    monkeypatch.setattr(InProcessReference, "target", f"{__name__}:_level_runner")
+    monkeypatch.setattr(sys.modules[__name__], "_level_runner", runner, raising=False)
+    exp = write_small(tmp_path)
+    for flags, want in (([], True), (["--no-probe"], False)):
+        asked.clear()
+        r = CliRunner().invoke(app, ["run-real", str(exp), "--out", str(tmp_path / f"o{len(flags)}"),
+                                     "--rounds", "1", *flags])
+        assert r.exit_code == 0, r.output
+        assert asked and all(a is want for a in asked), (flags, asked)

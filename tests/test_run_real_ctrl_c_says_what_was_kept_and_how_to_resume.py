@@ -59,11 +59,11 @@ def test_the_line_names_kept_lost_and_the_resume_command(tmp_path, monkeypatch):
     from mtpsim.engine.runner import run_policy
     from mtpsim.real.reference import InProcessReference
 
-    def interrupt_share(exp, policy, progress):
+    def interrupt_share(exp, policy, progress, level=False):
         if policy == "share":
             progress(1, exp.workload.num_prompts)
             raise KeyboardInterrupt
-        return run_policy(exp, policy, progress)
+        return run_policy(exp, policy, progress, level=level)
 
     monkeypatch.setattr(InProcessReference, "target", f"{__name__}:_runner")
     monkeypatch.setattr(sys.modules[__name__], "_runner", interrupt_share, raising=False)

@@ -29,7 +29,7 @@ def test_the_reference_engine_still_runs_every_policy(tmp_path, monkeypatch):
 
     started: list[str] = []
 
-    def fake(exp, policy, progress=None, requests=None):  # requests: one round's
+    def fake(exp, policy, progress=None, requests=None, level=False):  # requests: one round's
         started.append(policy)
         raise KeyboardInterrupt  # stop after the first: only the order matters here
 

@@ -46,6 +46,7 @@ class Capabilities:
     vllm_plugin: bool = False  # runs mtpsim's vLLM plugin (doctor checks vLLM and the plugin)
     rounds: bool = False  # interleaved rounds of every policy in one process (--rounds)
     probe: bool = False  # the machine-speed probe around its rounds
+    level: bool = False  # its runner times the in-engine level probe when asked (level=True)
     weights_by_content: bool = False  # its results record the weights' content hash
     ready_path: str = "/health"  # a served backend is ready when GET ready_path answers 200
 

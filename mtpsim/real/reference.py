@@ -23,8 +23,9 @@ class InProcessReference:
     name, flag = "reference", "--engine reference"
     caps = Capabilities(mode="reference", served=False, policies=None, parallelism=(),
                         gpus=False, extras=("reference",), node_modules=_MODULES, rounds=True,
-                        probe=True, weights_by_content=True, own_model="reference engine")
-    # (exp, policy, progress, requests=None) -> (Result, Trace); a "module:function" looked up
+                        probe=True, level=True, weights_by_content=True,
+                        own_model="reference engine")
+    # (exp, policy, progress, requests=None, level=False) -> (Result, Trace); a "module:function" looked up
     # at each run
     target = "mtpsim.engine.runner:run_policy"
 

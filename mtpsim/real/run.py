@@ -182,15 +182,6 @@ class Probe:
         return self.last
 
 
-def _takes_level(runner: Callable[..., Any]) -> bool:
-    import inspect
-
-    try:
-        return "level" in inspect.signature(runner).parameters
-    except (TypeError, ValueError):  # a builtin or C callable: no such keyword
-        return False
-
-
 @dataclass
 class RealRun:
     """One run as it goes: finished policies (kept or run now), each one's requests done so far
@@ -207,11 +198,11 @@ class RealRun:
 
 def run_policies(run: RealRun, runner: Callable[..., Any], *, mode: str, served: bool,
                  weights_sha: str | None, kept: dict[str, Result], force: bool, probe: Probe,
-                 start: Callable[[str, str, int], Callable[[int, int], None]],
+                 level: bool = False, start: Callable[[str, str, int], Callable[[int, int], None]],
                  say: Callable[[str], None]) -> None:
     """Run every policy not `kept` over the plan's rounds with `runner` (exp, policy, progress,
-    requests=...) -> (Result, Trace). `start(policy, label, requests)` shows a progress line and
-    returns its updater; `say` prints a line."""
+    requests=..., level=True when `level`) -> (Result, Trace). `start(policy, label, requests)`
+    shows a progress line and returns its updater; `say` prints a line."""
     from mtpsim import rounds as rounds_mod
 
     exp, out, plan = run.exp, run.out, run.plan
@@ -237,13 +228,12 @@ def run_policies(run: RealRun, runner: Callable[..., Any], *, mode: str, served:
                 shown(done, n)
 
             before = probe.reading()
-            # with the probe on, a runner that takes `level` (the in-process reference engine's)
-            # also times its level probe inside the run
-            level = {"level": True} if probe.enabled and _takes_level(runner) else {}
+            # `level`: the runner also times its in-engine level probe (backend's caps.level)
+            asked = {"level": True} if level else {}
             if len(plan) == 1:
-                result, run_trace = runner(exp, name, tick, **level)
+                result, run_trace = runner(exp, name, tick, **asked)
             else:
-                result, run_trace = runner(exp, name, tick, requests=chunk, **level)
+                result, run_trace = runner(exp, name, tick, requests=chunk, **asked)
             after = probe.reading(fresh=True)
             del run.progress[name]
             if weights_sha is not None:

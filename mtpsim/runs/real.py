@@ -137,7 +137,7 @@ def run(setup: RealSetup, bench_client: str, probe_on: bool,
             real_run.run_policies(
                 state, runner, mode=caps.mode, served=caps.served, weights_sha=setup.weights_sha,
                 kept=setup.kept, force=setup.force, probe=real_run.Probe(enabled=probe_on and caps.probe),
-                start=start, say=say)
+                level=probe_on and caps.level, start=start, say=say)
     except KeyboardInterrupt:
         raise interrupted(state) from None
     return RealOutcome(setup, state, time.perf_counter() - t0)
