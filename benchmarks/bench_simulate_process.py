@@ -8,7 +8,8 @@ machine wall time is noisy: compare the ratios within one run, and read CPU time
 an idle machine.
 
     python benchmarks/bench_simulate_process.py [--repeat 12] [--skip-scaling] [--baseline DIR]
-                                                [--instructions] [--installed PYTHON]
+                                                [--instructions] [--installed PYTHON ...]
+                                                [--no-terminal]
 
 `--baseline DIR` also times `mtpsim simulate` from another checkout (e.g. an older commit,
 `git archive COMMIT | tar -x -C DIR`), interleaved with this one, for a side-by-side ratio.
@@ -28,7 +29,16 @@ small differences between runs (the hash seed is fixed).
 
 `--installed PYTHON` also times `PYTHON -m mtpsim simulate` where PYTHON's environment has
 mtpsim installed without -e (`pip install .` compiles the bytecode as it installs, whether
-PYTHONDONTWRITEBYTECODE is set or not), from a folder that holds only the experiment files.
+PYTHONDONTWRITEBYTECODE is set or not), from a folder that holds only the experiment files,
+beside that environment's own floor: `PYTHON -c pass` and `PYTHON -c 'import numpy'` with one
+OpenBLAS thread (as an mtpsim process runs numpy). Give it more than once (e.g. a fresh venv with
+`pip install .` of this checkout and one of the code before) to time them side by side; a venv
+made without --system-site-packages starts without this machine's own .pth hooks (an editable
+install's finder, a sandbox's certifi hook), as a user's does.
+
+The floor rows: `python -S -c pass` (no site hooks), `python -c pass`, `python -c 'import
+numpy'`, the same with OPENBLAS_NUM_THREADS=1 (what an mtpsim process pays for numpy: its
+entry point sets that). `--no-terminal` leaves out the pseudo-terminal rows (for more rounds).
 """
 
 from __future__ import annotations
@@ -51,6 +61,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXP = "experiments/pr47352.toml"
 COMMANDS: dict[str, list[str]] = {
     "python -c pass": [sys.executable, "-c", "pass"],
+    "python -S -c pass (no site hooks)": [sys.executable, "-S", "-c", "pass"],
     "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
     "mtpsim --help": [sys.executable, "-m", "mtpsim", "--help"],
     f"mtpsim simulate {EXP}": [sys.executable, "-m", "mtpsim", "simulate", EXP],
@@ -110,23 +121,41 @@ def installed_case(python: str, tmp: Path) -> tuple[list[str], Path, dict[str, s
         shutil.copytree(ROOT / "experiments", run / "experiments")
         shutil.copytree(ROOT / "docs/data/pr47352-uncertainty", run / "docs/data/pr47352-uncertainty")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    where = subprocess.run([python, "-c", "import mtpsim; print(mtpsim.__file__)"], cwd=run, env=env,
-                           capture_output=True, text=True, check=True).stdout.strip()
-    print(f"installed mtpsim: {where}")
+    where = subprocess.run([python, "-c", "import mtpsim, numpy; print(mtpsim.__file__, numpy.__version__)"],
+                           cwd=run, env=env, capture_output=True, text=True, check=True).stdout.strip()
+    print(f"installed mtpsim ({python}): {where}")
     return [python, "-m", "mtpsim", "simulate", EXP], run, env
 
 
-def process_table(repeat: int, baseline: Path | None, tmp: Path, installed: str | None = None) -> None:
+def installed_cases(pythons: list[str], tmp: Path) -> dict[str, tuple[list[str], Path, dict[str, str], str]]:
+    """Each installed environment's floor and its `simulate`, labelled by the environment's
+    folder (PYTHON's grandparent, a venv's name)."""
+    cases = {}
+    for python in pythons:
+        cmd, run, env = installed_case(python, tmp)
+        name = Path(python).absolute().parents[1].name if Path(python).parent.name == "bin" else python
+        one_blas = {**env, "OPENBLAS_NUM_THREADS": "1"}
+        cases[f"[{name}] python -c pass"] = ([python, "-c", "pass"], run, env, "")
+        cases[f"[{name}] python -c 'import numpy', one BLAS thread"] = (
+            [python, "-c", "import numpy"], run, one_blas, "")
+        cases[f"[{name}] mtpsim simulate {EXP}"] = (cmd, run, env, "")
+    return cases
+
+
+def process_table(repeat: int, baseline: Path | None, tmp: Path, installed: list[str] | None = None,
+                  terminal: bool = True) -> None:
     sim = COMMANDS[f"mtpsim simulate {EXP}"]
     cases = {name: (cmd, ROOT, _env(ROOT), "") for name, cmd in COMMANDS.items()}
-    if installed is not None:
-        cmd, run, env = installed_case(installed, tmp)
-        cases[f"mtpsim simulate {EXP}, installed (no -e)"] = (cmd, run, env, "")
+    cases["python -c 'import numpy', one BLAS thread"] = (
+        COMMANDS["python -c 'import numpy'"], ROOT, {**_env(ROOT), "OPENBLAS_NUM_THREADS": "1"}, "")
+    cases.update(installed_cases(installed or [], tmp))
     for label, root in (("", ROOT), *([] if baseline is None else [("baseline: ", baseline.resolve())])):
         cache = tmp / ("base" if label else "this")
         if label:
             cases[f"{label}mtpsim simulate {EXP}"] = (sim, root, _env(root), "")
         cases[f"{label}mtpsim simulate {EXP}, bytecode cached"] = (sim, root, _env(root, cache), "")
+        if not terminal:
+            continue
         cases[f"{label}mtpsim simulate {EXP}, to a terminal"] = (sim, root, _terminal(_env(root)),
                                                                 "stdout")
         cases[f"{label}the same, to a terminal, as a shell runs it"] = (sim, root, _terminal(_env(root)),
@@ -144,14 +173,14 @@ def process_table(repeat: int, baseline: Path | None, tmp: Path, installed: str 
     base_wall = statistics.median(w for w, _ in runs["python -c pass"])
     print(f"whole process, median of {repeat} runs each (interleaved); load average (1 min) "
           f"{min(load):.1f}-{max(load):.1f} during the runs; {os.cpu_count()} CPUs")
-    print(f"{'command':<66} {'wall s':>7} {'CPU s':>7} {'CPU min':>8} {'wall / python':>14}")
+    print(f"{'command':<76} {'wall s':>7} {'CPU s':>7} {'CPU min':>8} {'CPU max':>8} {'wall / python':>14}")
     for name, r in runs.items():
         wall, cpu = statistics.median(w for w, _ in r), statistics.median(c for _, c in r)
-        print(f"{name:<66} {wall:>7.3f} {cpu:>7.3f} {min(c for _, c in r):>8.3f} "
-              f"{wall / base_wall:>14.1f}", flush=True)
+        print(f"{name:<76} {wall:>7.3f} {cpu:>7.3f} {min(c for _, c in r):>8.3f} "
+              f"{max(c for _, c in r):>8.3f} {wall / base_wall:>14.1f}", flush=True)
 
 
-def instruction_table(baseline: Path | None, tmp: Path, installed: str | None = None) -> None:
+def instruction_table(baseline: Path | None, tmp: Path, installed: list[str] | None = None) -> None:
     """Instructions of one `mtpsim simulate` per checkout, bytecode compiled on the run (as this
     machine runs it) and cached (after a warm-up run that writes it), and cached with stdout a
     terminal (stderr not: under valgrind the run lasts long enough for the progress bars, which a
@@ -170,16 +199,17 @@ def instruction_table(baseline: Path | None, tmp: Path, installed: str | None = 
                 timed(sim, env, root)  # writes the bytecode
             tty = kind.endswith("terminal")
             counts[label, kind] = _instructions(sim, root, _terminal(env) if tty else env, tty, tmp)
-    if installed is not None:
-        cmd, run, env = installed_case(installed, tmp)
-        counts["installed", "from pip install"] = _instructions(cmd, run, {**env, "PYTHONHASHSEED": "0"},
-                                                                False, tmp)
+    for python in installed or []:
+        cmd, run, env = installed_case(python, tmp)
+        name = Path(python).absolute().parents[1].name if Path(python).parent.name == "bin" else python
+        counts[name, "from pip install"] = _instructions(cmd, run, {**env, "PYTHONHASHSEED": "0"},
+                                                         False, tmp)
     print(f"\ninstructions of one `mtpsim simulate {EXP}` (valgrind --tool=callgrind, PYTHONHASHSEED=0)")
-    print(f"{'checkout':<10} {'bytecode':<22} {'instructions':>14} {'/ baseline':>11}")
+    print(f"{'checkout':<16} {'bytecode':<22} {'instructions':>14} {'/ baseline':>11}")
     for (label, kind), n in counts.items():
-        base = counts.get(("baseline", "cached" if label == "installed" else kind))
+        base = counts.get(("baseline", "cached" if kind == "from pip install" else kind))
         ratio = f"{n / base:>11.3f}" if base else f"{'':>11}"
-        print(f"{label:<10} {kind:<22} {n:>14,} {ratio}")
+        print(f"{label:<16} {kind:<22} {n:>14,} {ratio}")
 
 
 def _instructions(cmd: list[str], cwd: Path, env: dict[str, str], tty: bool, tmp: Path) -> int:
@@ -232,11 +262,13 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="another checkout to time side by side")
     ap.add_argument("--instructions", action="store_true",
                     help="also count one simulate's instructions under valgrind (load-independent)")
-    ap.add_argument("--installed", metavar="PYTHON",
-                    help="also time PYTHON -m mtpsim simulate, mtpsim installed there without -e")
+    ap.add_argument("--installed", metavar="PYTHON", action="append",
+                    help="also time PYTHON -m mtpsim simulate, mtpsim installed there without -e, "
+                         "and PYTHON's floor (repeatable)")
+    ap.add_argument("--no-terminal", action="store_true", help="leave out the pseudo-terminal rows")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-pycache-") as tmp:
-        process_table(args.repeat, args.baseline, Path(tmp), args.installed)
+        process_table(args.repeat, args.baseline, Path(tmp), args.installed, not args.no_terminal)
         if args.instructions:
             instruction_table(args.baseline, Path(tmp), args.installed)
     if not args.skip_scaling:
