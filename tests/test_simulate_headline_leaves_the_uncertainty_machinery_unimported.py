@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# and scipy, which no table of a plain simulate needs
 UNNEEDED = ("mtpsim.uncertainty.summary", "mtpsim.uncertainty.draws", "mtpsim.uncertainty.domain",
-            "mtpsim.fileio")
+            "mtpsim.fileio", "scipy")
 
 SCRIPT = """
 import contextlib, io, sys

@@ -90,9 +90,12 @@ def simulate(
         return
     runs.check_outputs(out, plot, save_calibration)
     calibration = runs.fit(trace, bootstrap, save_calibration) if trace else None
+    # printed tables read metrics only; per-request records (and the spec's copy) are built
+    # where a file, --json or a plot carries them
+    records = as_json or out is not None or plot is not None
     with policy_bars(err_console, enabled=not as_json and err_console.is_terminal) as bars:
         run = runs.simulate(str(experiment), set_ or [], policy or [], seed, expected, calibration,
-                            progress=bars)
+                            progress=bars, records=records)
     written = run.write(out) if out is not None else []
     if as_json:
         from mtpsim.fileio import dumps

@@ -128,9 +128,11 @@ def fit(trace: Sequence[Path], bootstrap: int = 0, save_to: Path | None = None,
 def simulate(experiment: str, sets: Sequence[str] = (), policy: Sequence[str] = (),
              seed: int | None = None, expected: bool = False,
              calibration: Calibration | None = None,
-             progress: PolicyProgress | None = None) -> SimulateRun:
+             progress: PolicyProgress | None = None, records: bool = True) -> SimulateRun:
     """Simulate every policy of the experiment under the flags; with `calibration` (a trace fit)
-    in place of the spec's acceptance and cost models, for the policies the traces can price."""
+    in place of the spec's acceptance and cost models, for the policies the traces can price.
+    `records=False`: the results hold metrics only (no per-request records, no spec copy), all
+    that the printed tables read."""
     from mtpsim.spec.roles import setup_overrides
 
     over = overrides(sets, policy, seed, expected)
@@ -140,15 +142,16 @@ def simulate(experiment: str, sets: Sequence[str] = (), policy: Sequence[str] = 
         calibration, notes, over = fit_what_the_traces_hold(calibration, experiment, over,
                                                             bool(policy))
     t0 = time.perf_counter()
-    exp, results = run_policies(experiment, over, progress, calibration)
+    exp, results = run_policies(experiment, over, progress, calibration, records)
     return SimulateRun(experiment, exp, results, time.perf_counter() - t0, calibration, notes,
                        overridden, setup_overrides(list(sets)))
 
 
 def run_policies(exp_path: str, overrides: list[str], progress: PolicyProgress | None = None,
-                 calibration: Calibration | None = None) -> tuple[Experiment, dict[str, Result]]:
+                 calibration: Calibration | None = None,
+                 records: bool = True) -> tuple[Experiment, dict[str, Result]]:
     """Load the experiment and simulate each of its policies; `calibration` (fitted from traces)
-    replaces the spec's acceptance and cost models."""
+    replaces the spec's acceptance and cost models; `records`: as `simulate`'s."""
     from mtpsim.sim.simulator import simulate
     from mtpsim.spec import load_experiment
 
@@ -156,7 +159,7 @@ def run_policies(exp_path: str, overrides: list[str], progress: PolicyProgress |
     results: dict[str, Result] = {}
     for policy in exp.policies:
         tick = None if progress is None else progress(policy, exp.workload.num_prompts)
-        results[policy] = simulate(exp, policy, progress=tick, calibration=calibration)
+        results[policy] = simulate(exp, policy, progress=tick, calibration=calibration, records=records)
     return exp, results
 
 
