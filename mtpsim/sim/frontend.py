@@ -20,6 +20,29 @@ every step, a waiting request is admitted only between their slices, and a burst
 engine more slowly than the admission work alone would take. `ApiServerLoop` simulates that
 loop as a single server: admissions (their on-loop cost each, in send order) and output slices
 (their chunks' cost, in step order), non-preemptive, alternating when both wait.
+
+What the loop really runs between two output slices (read from the installed sources, vLLM
+0.33.0, uvloop 0.23.0, uvicorn 0.55.0, CPython 3.11): every API server runs on uvloop
+(`entrypoints/cli/serve.py` line 156 and `v1/utils.py` line 527: `uvloop.run(...)`), whose
+iteration runs the callbacks that were ready when it began (`uvloop/loop.pyx` `_on_idle`,
+lines 442-482: `ntodo = len(self._ready)`; CPython's `BaseEventLoop._run_once` alike,
+`asyncio/base_events.py` line 1905), then polls I/O. `asyncio.sleep(0)` is a bare yield
+(`asyncio/tasks.py` lines 626-641) that re-queues the task at the back of the ready queue
+(line 330), so between two slices of one step every callback ahead of it runs once, and the
+requests read in the poll after a slice (uvicorn creates each request's task in the I/O
+callback, `protocols/http/httptools_impl.py` line 305) run right after the next slice. The
+handler yields only between slices of one step (`if end < num_outputs`, `async_llm.py` line
+915); after a step's last slice `await outputs_queue.get()` (`core_client.py` line 1276) does
+not suspend while steps are queued (`asyncio/queues.py` lines 154-158). An admission is not one
+callback: the prompt is tokenised on the renderer's one worker thread
+(`renderers/base.py` lines 149-158, `renderer_num_workers` = 1, `config/model.py` line 412),
+with on-loop work before and after. That rule, with admissions as one callback each and the
+client's sends as arrivals (every admission sent by a turn's start runs before the next
+slice), was built and scored on the public corpus's training rows (docs/public-corpus.md,
+v7): a burst sent at once becomes one turn, its tokens wait for all of it, and TPOT and TTFT
+coverage fell, so the one-admission-per-slice alternation stays as the approximation; the
+arrivals that decide how many admissions a turn holds (the HTTP layer, the tokeniser thread,
+the GIL they share) are not modelled.
 `DirectFrontend` is the uncoupled case: requests reach the engine when sent (the client's slot
 rule) and each step's chunks are streamed after it (`streamed_times`).
 
