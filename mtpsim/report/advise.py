@@ -143,7 +143,7 @@ def mc_line(adv: Any, rows: list[dict[str, Any]]) -> str:
 
 def sampler_json(adv: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """`--json`: the design, the stages and each quoted delta end's MC SE against the target."""
-    from mtpsim.uncertainty.advise import INNER, missed
+    from mtpsim.uncertainty.advise import INNER, draws_needed, missed
 
     reps = 0 if adv.replicate is None else len(set(adv.replicate.tolist()))
     r2 = {k: iv.control_r2 for k, iv in quoted(rows).items() if iv.control_r2 == iv.control_r2}
@@ -152,8 +152,9 @@ def sampler_json(adv: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
                                         "quantiles (deltas)" if r2 else ""),
             "replicates": reps, "inner_scores": INNER, "control_r2": r2,
             "stages": adv.stages, "stage_worst_mc_se": adv.stage_se, "max_draws": adv.cap,
-            "mc_se_target": adv.target,
+            "mc_se_target": adv.target, "stopped_by": adv.stopped,
             "not_met": dict(missed(rows, adv.target)),
+            "draws_needed": draws_needed(rows, adv.target, adv.n_draws),
             "mc_se": {k: iv.mc_se for k, iv in quoted(rows).items()},
             "effective_draws": {k: iv.eff_draws for k, iv in quoted(rows).items()}}
 

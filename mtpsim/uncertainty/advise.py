@@ -220,6 +220,7 @@ class Advice:
     stage_se: list[float] = field(default_factory=list)  # the largest quoted MC SE after each
     target: float = MC_SE_TARGET  # the MC SE the quoted delta ends are drawn to
     cap: int = 0  # the most draws the stages may reach
+    stopped: str = ""  # why the stages stopped: "target" (met), "cap" (not met), "no MC SE"
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -376,6 +377,14 @@ def missed(rows: list[dict[str, Any]], target: float) -> list[tuple[str, float]]
     return sorted(late, key=lambda kv: -kv[1] if kv[1] == kv[1] else -math.inf)
 
 
+def draws_needed(rows: list[dict[str, Any]], target: float, n_draws: int) -> dict[str, int]:
+    """Per quoted end that missed `target` (with a known SE): the draws the SE's 1/sqrt(draws)
+    law says would meet it, n (SE / target)^2. A projection, not a promise: the control variate
+    and the Sobol design may do better, a heavy tail worse."""
+    return {k: math.ceil(n_draws * (se / target) ** 2) for k, se in missed(rows, target)
+            if se == se and target > 0}
+
+
 def worst_se(rows: list[dict[str, Any]]) -> float:
     """The largest MC SE of a quoted delta end (NaN where none has one)."""
     ses = [iv.mc_se for iv in quoted(rows).values() if not math.isnan(iv.mc_se)]
@@ -448,6 +457,7 @@ def advise(dep: Deployment, jobs: int | Pool = 1, progress: Callable[[int, int],
         se = worst_se(adv.rows(prob))
         adv.stage_se.append(se)
         if not (se > target) or 2 * per > cap_per:  # met (or no SE), or the cap
+            adv.stopped = "target" if se <= target else "no MC SE" if se != se else "cap"
             break
         per *= 2
     adv.wall_s = time.perf_counter() - t0
