@@ -9,7 +9,7 @@ an idle machine.
 
     python benchmarks/bench_simulate_process.py [--repeat 12] [--skip-scaling] [--baseline DIR]
                                                 [--instructions] [--installed PYTHON ...]
-                                                [--no-terminal] [--on-path]
+                                                [--no-terminal] [--bin DIR]
 
 `--baseline DIR` also times `mtpsim simulate` from another checkout (e.g. an older commit,
 `git archive COMMIT | tar -x -C DIR`), interleaved with this one, for a side-by-side ratio.
@@ -40,9 +40,10 @@ The floor rows: `python -S -c pass` (no site hooks), `python -c pass`, `python -
 numpy'`, the same with OPENBLAS_NUM_THREADS=1 (what an mtpsim process pays for numpy: its
 entry point sets that). `--no-terminal` leaves out the pseudo-terminal rows (for more rounds).
 
-`--on-path` also times `python -c pass` and `mtpsim simulate` as a shell finds them on PATH (this
-checkout still first on PYTHONPATH): where PATH holds pyenv's shims, as on this project's
-machine, each is a bash script that finds the interpreter before starting it.
+`--bin DIR` also times `DIR/python -c pass` and `DIR/mtpsim simulate` (this checkout still first
+on PYTHONPATH), e.g. DIR = ~/.pyenv/shims, where a shell on this project's machine finds both:
+pyenv's shims are bash scripts that find the interpreter before starting it. (Run under a shim,
+this script's own PATH starts with the interpreter's folder, so PATH cannot tell it.)
 """
 
 from __future__ import annotations
@@ -146,23 +147,24 @@ def installed_cases(pythons: list[str], tmp: Path) -> dict[str, tuple[list[str],
     return cases
 
 
-def on_path_cases() -> dict[str, list[str]]:
-    """`python -c pass` and `mtpsim simulate` as PATH finds them (pyenv's shims, say)."""
-    python, mtpsim = shutil.which("python"), shutil.which("mtpsim")
-    if python is None or mtpsim is None:
-        raise SystemExit("--on-path: no python or no mtpsim on PATH")
-    return {f"python -c pass, PATH's ({python})": [python, "-c", "pass"],
-            f"mtpsim simulate {EXP}, PATH's ({mtpsim})": [mtpsim, "simulate", EXP]}
+def bin_cases(bin_dir: Path) -> dict[str, list[str]]:
+    """`python -c pass` and `mtpsim simulate` of another folder's `python` and `mtpsim` (pyenv's
+    shims, say)."""
+    python, mtpsim = bin_dir / "python", bin_dir / "mtpsim"
+    if not (python.exists() and mtpsim.exists()):
+        raise SystemExit(f"--bin: expected python and mtpsim in {bin_dir}")
+    return {f"{python} -c pass": [str(python), "-c", "pass"],
+            f"{mtpsim} simulate {EXP}": [str(mtpsim), "simulate", EXP]}
 
 
 def process_table(repeat: int, baseline: Path | None, tmp: Path, installed: list[str] | None = None,
-                  terminal: bool = True, on_path: bool = False) -> None:
+                  terminal: bool = True, bin_dir: Path | None = None) -> None:
     sim = COMMANDS[f"mtpsim simulate {EXP}"]
     cases = {name: (cmd, ROOT, _env(ROOT), "") for name, cmd in COMMANDS.items()}
     cases["python -c 'import numpy', one BLAS thread"] = (
         COMMANDS["python -c 'import numpy'"], ROOT, {**_env(ROOT), "OPENBLAS_NUM_THREADS": "1"}, "")
     cases.update(installed_cases(installed or [], tmp))
-    for name, cmd in (on_path_cases() if on_path else {}).items():
+    for name, cmd in (bin_cases(bin_dir) if bin_dir is not None else {}).items():
         cases[name] = (cmd, ROOT, _env(ROOT), "")
     for label, root in (("", ROOT), *([] if baseline is None else [("baseline: ", baseline.resolve())])):
         cache = tmp / ("base" if label else "this")
@@ -281,12 +283,12 @@ def main() -> None:
                     help="also time PYTHON -m mtpsim simulate, mtpsim installed there without -e, "
                          "and PYTHON's floor (repeatable)")
     ap.add_argument("--no-terminal", action="store_true", help="leave out the pseudo-terminal rows")
-    ap.add_argument("--on-path", action="store_true",
-                    help="also time python and mtpsim as PATH finds them (e.g. pyenv's shims)")
+    ap.add_argument("--bin", type=Path, metavar="DIR",
+                    help="also time DIR/python -c pass and DIR/mtpsim simulate (e.g. pyenv's shims)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-pycache-") as tmp:
         process_table(args.repeat, args.baseline, Path(tmp), args.installed, not args.no_terminal,
-                      args.on_path)
+                      args.bin)
         if args.instructions:
             instruction_table(args.baseline, Path(tmp), args.installed)
     if not args.skip_scaling:
