@@ -47,6 +47,12 @@ FP8_BLOCK_SCALE = 4 / (128 * 128)
 # cudagraph_mode -> (eager share of steps with prefill, eager share of pure-decode steps)
 EAGER_SHARE = {"none": (1.0, 1.0), "piecewise": (0.5, 0.5), "full_decode_only": (1.0, 0.0),
                "full": (0.0, 0.0), "full_and_piecewise": (0.5, 0.0)}
+# cudagraph_mode -> eager share of the MTP drafter's forwards under the capture ceiling: vLLM 0.33.0
+# gives the drafter PIECEWISE graphs when the mode has a mixed part and none otherwise
+# (v1/spec_decode/llm_base_proposer.py `initialize_cudagraph_keys`, lines 420-435); PIECEWISE
+# counts as EAGER_SHARE's 0.5 (assumed)
+DRAFTER_EAGER_SHARE = {"none": 1.0, "piecewise": 0.5, "full_decode_only": 1.0, "full": 0.5,
+                       "full_and_piecewise": 0.5}
 # kernels per layer of each group (sets the small-batch floor)
 KERNELS = {"attn_gemm": 5, "dense_mlp": 2, "moe": 4, "indexer_gemm": 2, "attention": 2,
            "indexer": 2, "topk": 1, "norm": 3, "linear_gemm": 4, "linear_attn": 2}
@@ -628,6 +634,37 @@ class CostModel:
         gpu = sum(gpu_phases) if self.exp.engine.async_scheduling else 0.0
         return _host_visible(host, gpu, self.exp.engine.async_scheduling)
 
+    def _eager_share(self, s: StepShape, v_tok: Num) -> Num:
+        """Share of the step's layer forwards launched outside CUDA graphs (what
+        `eager_overhead_ms` is paid on): the target's one forward of `num_layers` layers by
+        EAGER_SHARE, and at k >= 1 the drafter's k forwards of `num_mtp_layers` (draft step 0 over
+        the step's tokens, steps 1..k-1 over one token per drafting request) by
+        DRAFTER_EAGER_SHARE; any forward past the capture ceiling runs without graphs (share 1).
+        The overhead is taken as proportional to the layer forwards launched (assumed)."""
+        mode = self.exp.engine.cudagraph_mode
+        with_prefill, decode_only = EAGER_SHARE[mode]
+        target = (np.where(s.prefill_tokens > 0, with_prefill, decode_only)
+                  if isinstance(s.prefill_tokens, np.ndarray)
+                  else with_prefill if s.prefill_tokens else decode_only)
+        tokens = v_tok + s.prefill_tokens
+
+        def past_ceiling(share: Num, n: Num) -> Num:
+            if not self._graph_max:
+                return share
+            over = n > self._graph_max
+            return np.where(over, 1.0, share) if isinstance(over, np.ndarray) else \
+                (1.0 if over else share)
+
+        target = past_ceiling(target, tokens)
+        k = self.exp.k
+        if not k:
+            return target
+        layers, mtp = self.exp.model.num_layers, self.exp.model.num_mtp_layers
+        drafter = DRAFTER_EAGER_SHARE[mode]
+        first = past_ceiling(drafter, tokens)
+        rest = past_ceiling(drafter, s.num_draft) * (k - 1)
+        return (layers * target + mtp * (first + rest)) / (layers + k * mtp)
+
     def _phases(self, s: StepShape, prefill: Num, verify: Num, draft_prefill: Num, indexer: Num,
                 rest: Num) -> dict[str, np.ndarray]:
         """The step's phases, with sampling (rejection sampling, or plain at k = 0) and the
@@ -639,14 +676,7 @@ class CostModel:
             main, drafts = self._topp
             reject = reject + (s.num_decode + s.prefill_done) * main + s.num_decode * k * drafts
         c = self.exp.calibration
-        with_prefill, decode_only = EAGER_SHARE[self.exp.engine.cudagraph_mode]
-        eager = (np.where(s.prefill_tokens > 0, with_prefill, decode_only)
-                 if isinstance(s.prefill_tokens, np.ndarray)
-                 else with_prefill if s.prefill_tokens else decode_only)
-        if self._graph_max:  # past the capture ceiling the step runs without graphs
-            over = v_tok + s.prefill_tokens > self._graph_max
-            eager = np.where(over, 1.0, eager) if isinstance(over, np.ndarray) else \
-                (1.0 if over else eager)
+        eager = self._eager_share(s, v_tok)
         overhead = (c.overhead_ms + eager * c.eager_overhead_ms) * 1e-3
         host = self._host(s, (prefill, verify, draft_prefill, indexer, rest, reject))
         if host is not None:
