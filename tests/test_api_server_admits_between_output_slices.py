@@ -99,7 +99,7 @@ def exp(output_len: int, chunk_us: float = 200.0):
 def last_admission(e) -> float:
     sim = Simulator(e, "no_mtp", records=False)
     sim.run()
-    return max(sim.client.admitted)
+    return max(sim.frontend.admitted)
 
 
 def test_a_burst_streaming_every_step_reaches_the_engine_later_than_one_of_four_tokens():

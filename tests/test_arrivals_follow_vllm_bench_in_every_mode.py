@@ -113,7 +113,7 @@ def test_the_simulator_sends_on_the_schedule_and_stamps_when_the_slot_frees():
     sim = Simulator(exp, "fresh")
     # the client sits behind the frontend entity (mtpsim.sim.frontend: no API-server costs
     # here, so requests reach the engine when the client sends them)
-    assert np.array_equal(sim.client.client.intended_s, send_offsets(N, RATE, BURST, SEED))
+    assert np.array_equal(sim.frontend.client.intended_s, send_offsets(N, RATE, BURST, SEED))
     res = sim.run()
     assert_slot_rule(res.requests, send_offsets(N, RATE, BURST, SEED))
 

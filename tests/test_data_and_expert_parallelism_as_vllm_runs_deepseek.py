@@ -59,7 +59,7 @@ def test_dp_pads_the_moe_batch_to_all_ranks():
 def test_each_dp_rank_takes_a_share_of_the_requests_and_the_totals_are_the_deployments():
     exp = _exp(tp=1, dp=8, ep=True)
     sim = Simulator(exp, "fresh")
-    assert len(sim.reqs) == 8 and sim.client.limit == 8  # 64 requests, all in flight, 8 ranks
+    assert len(sim.reqs) == 8 and sim.frontend.limit == 8  # 64 requests, all in flight, 8 ranks
     res = sim.run()
     assert res.metrics["completed"] == 64
     assert res.metrics["total_output_tokens"] == 64 * 60
@@ -67,7 +67,7 @@ def test_each_dp_rank_takes_a_share_of_the_requests_and_the_totals_are_the_deplo
                                                              rel=1e-9)
     conc = experiment_from_dict({**BASE, "engine": {"tp": 1, "dp": 8, "ep": True},
                                  "workload": {**BASE["workload"], "max_concurrency": 20}})
-    assert Simulator(conc, "fresh").client.limit == 3  # ceil(20 / 8): the busiest rank
+    assert Simulator(conc, "fresh").frontend.limit == 3  # ceil(20 / 8): the busiest rank
 
 
 def test_dp1_is_unchanged_by_the_parallelism_terms():

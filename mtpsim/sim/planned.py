@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def run_planned(sim: Simulator) -> None:
     """Run `sim` to its end (`sim.plannable()` holds): draw the outputs, schedule from finish
     to finish, price every step once; leaves the stamps and counters for `sim._result()`."""
-    reqs, sched, client = sim.reqs, sim.sched, sim.client
+    reqs, sched, frontend = sim.reqs, sim.sched, sim.frontend
     n, topk = len(reqs), sim.topk
     dec = draw_decoding(sim.acc, None if sim.expected else sim.rng, reqs.input_len,
                         reqs.output_len, sim.shift, sim.k, bulk.MAX_BULK_STEPS)
@@ -37,7 +37,7 @@ def run_planned(sim: Simulator) -> None:
     finishing: list[tuple[int, int]] = []  # heap of (finish position, request)
     pos = 0
     while sim.finished < n:
-        for rid, s in client.send_until(float(pos)):
+        for rid, s in frontend.send_until(float(pos)):
             reqs.send_at[rid] = s
             sched.add(rid)
         ahead = sched.lookahead(2**62)
@@ -70,7 +70,7 @@ def run_planned(sim: Simulator) -> None:
             ids = np.fromiter(done, np.int64, len(done))
             reqs.finish_at[ids] = pos
             sched.finish(done)
-            client.on_finish(float(pos), len(done))
+            frontend.on_finish(float(pos), len(done))
             sim.finished += len(done)
         if sim.progress is not None:
             sim.progress(sim.finished, n)

@@ -134,7 +134,7 @@ class Simulator:
         # fitted calibration, no concurrency limit), one event loop admits the requests and
         # streams the steps' outputs, taking turns; else requests reach the engine when sent.
         # The client times TTFT and latency from its own send.
-        self.client = frontend_for(exp, all_sends, conc, self.dp, modelled)
+        self.frontend = frontend_for(exp, all_sends, conc, self.dp, modelled)
         self.kv_size = None  # the KV cache's size (mtpsim.models.memory), when modelled
         e = exp.engine
         rule = SCHEDULERS[e.scheduler]
@@ -146,7 +146,7 @@ class Simulator:
         self.log = StepLog({p: 0.0 for p in PHASES})
         # rate inf: every send waits only for a slot, so no decision needs seconds until the
         # end and the client counts in positions (steps run); else it counts seconds
-        self.deferred = math.isinf(w.request_rate) and not self.client.in_seconds
+        self.deferred = math.isinf(w.request_rate) and not self.frontend.in_seconds
         self.finished = 0
 
     # ---- main loop ---------------------------------------------------------------------------
@@ -159,9 +159,9 @@ class Simulator:
             run_planned(self)
             return self._result()
         while self.finished < n:
-            self._admit(self.client.send_until(self._now()))
+            self._admit(self.frontend.send_until(self._now()))
             if not self.sched.running and not self.sched.waiting:
-                self.clock.wait_until(self.client.next_send_s())
+                self.clock.wait_until(self.frontend.next_send_s())
                 continue
             self._advance(self.sched.lookahead(MAX_BULK_STEPS))
             if self.progress is not None:
@@ -174,7 +174,7 @@ class Simulator:
         for rid, s in sent:
             self.reqs.send_at[rid] = s
             self.sched.add(rid)
-        others = self.client.others
+        others = self.frontend.others
         while others:
             t, ids = others.pop(0)
             if self.lockstep is not None and self._prompts is not None:
@@ -210,7 +210,7 @@ class Simulator:
                                    float(reqs.output_len[longest]))
         check_holds_one(exp, size, float(request_tokens(exp, reqs.input_len[longest],
                                                          reqs.output_len[longest])))
-        in_flight = min(exp.engine.max_num_seqs, self.client.limit, len(reqs))
+        in_flight = min(exp.engine.max_num_seqs, self.frontend.limit, len(reqs))
         if np.sort(need)[-in_flight:].sum() <= size.blocks:
             return None
         return KvCache(size.blocks, size.block_size, exp.k)
@@ -333,11 +333,11 @@ class Simulator:
                 # lands after the next send, which the steps' outputs can only delay)
                 phases, start = self.lockstep.price(
                     self.cost, shape, phases, self.clock.now(), min(n, bulk.steps),
-                    self.client.next_send_s() if room else math.inf)
+                    self.frontend.next_send_s() if room else math.inf)
             ends = self.clock.now() + np.cumsum(sum(phases.values()))
             chunks = _per_step(shape.num_decode, bulk.steps) + _per_step(shape.prefill_done,
                                                                            bulk.steps)
-            t_next = self.client.next_send_s(ends, chunks) if room else math.inf
+            t_next = self.frontend.next_send_s(ends, chunks) if room else math.inf
             if room:
                 if math.isfinite(t_next):  # the batch changes at the step end after the next send
                     n = min(n, int(np.searchsorted(ends, t_next)) + 1)
@@ -345,7 +345,7 @@ class Simulator:
             if self.lockstep is not None:
                 self.lockstep.commit(start, n)
             self.clock.run(shape, n, int(decode_only[n - 1]), phases)
-            self.client.on_steps(ends[:n], chunks[:n])
+            self.frontend.on_steps(ends[:n], chunks[:n])
         self.log.python_iterations += 1
         return n
 
@@ -436,14 +436,14 @@ class Simulator:
         reqs.generated[done] = reqs.output_len[done]
         reqs.finish_at[done] = self.clock.pos
         self.sched.finish(set(done.tolist()))
-        self.client.on_finish(self._now(), int(done.size))
+        self.frontend.on_finish(self._now(), int(done.size))
         self.finished += int(done.size)
 
     # ---- result ------------------------------------------------------------------------------
     def _result(self) -> Result:
         reqs, k = self.reqs, self.k
         times = self.clock.times()
-        times = self.client.seen(times, self.clock.chunks())  # after the API server streamed them
+        times = self.frontend.seen(times, self.clock.chunks())  # after the API server streamed them
         if k == 0:  # plain decoding: the decode steps drafted nothing
             reqs.drafts[:] = 0
         drafts = int(reqs.drafts.sum())
