@@ -7,7 +7,14 @@ what a smaller cache (preemption) or another override would do to the tails.
 `--gib` sweeps `engine.non_kv_memory_gib`, the one memory term mtpsim assumes
 (mtpsim/models/memory.py): raising it is the same as a smaller cache for whatever reason (a larger
 activation peak in vLLM's profile run, graphs, workspaces). A diagnostic, not a fit: nothing is
-written and no default moves."""
+written and no default moves.
+
+The last column is `vllm bench serve`'s "Peak output token throughput": the most streamed messages
+(the first token and one per ITL) in any one-second bucket from the first request's start
+(vLLM 0.33.0 `vllm/benchmarks/serve.py` ~line 714). rows.toml does not store it; PEAK holds the
+GPUStack page's printed values for its training rows (docs/data/public/rows.toml, source
+`gpustack-h200`). With data parallelism mtpsim simulates one rank and scales its totals by dp
+(mtpsim/sim/simulator.py); the peak is scaled the same way."""
 
 from __future__ import annotations
 
@@ -16,9 +23,26 @@ import os
 import tomllib
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ("median_itl_ms", "p99_itl_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms",
            "median_ttft_ms", "p99_ttft_ms", "output_throughput", "duration")
+PEAK = {"gpustack-h200-vllm-tp8-nodeepgemm-sharegpt": 6010.0,
+        "gpustack-h200-vllm-tp8-toolcall-sharegpt": 6095.0,
+        "gpustack-h200-vllm-tp8-maxlen32k-sharegpt": 6293.0,
+        "gpustack-h200-vllm-dp8ep-sharegpt": 10222.0,
+        "gpustack-h200-vllm-tp8-random2000x100": 4085.0}
+
+
+def peak_messages_per_s(requests) -> float:
+    """vllm bench serve's peak output throughput: one count per streamed message (first token,
+    then one per ITL) in one-second buckets from the earliest start."""
+    t0 = min(r.arrival_s for r in requests)
+    times = [np.concatenate([[r.first_token_s], r.first_token_s
+                             + np.cumsum(np.repeat(r.itl_s, r.itl_count))]) for r in requests]
+    buckets = np.floor(np.concatenate(times) - t0).astype(np.int64)
+    return float(np.bincount(buckets[buckets >= 0]).max())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,11 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     rows = {r["id"]: r for r in tomllib.loads(Path("docs/data/public/rows.toml").read_text())["row"]}
     gibs = [f"engine.non_kv_memory_gib={g}" for g in a.gib.split(",") if g] or [""]
     print("| row | setting | KV tokens per engine | peak held % | preemptions (requests) | "
-          + " | ".join(FIGURES) + " |")
-    print("| --- " * (5 + len(FIGURES)) + "|")
+          + " | ".join(FIGURES) + " | peak msgs/s |")
+    print("| --- " * (6 + len(FIGURES)) + "|")
     for rid in a.rows:
         meas = rows[rid]["measured"]
-        print(f"| {rid} | measured | | | | " + " | ".join(f"{meas[k]:,.1f}" for k in FIGURES) + " |")
+        peak = f"{PEAK[rid]:,.0f}" if rid in PEAK else "-"
+        print(f"| {rid} | measured | | | | " + " | ".join(f"{meas[k]:,.1f}" for k in FIGURES)
+              + f" | {peak} |")
         for g in gibs:
             exp = load_experiment(f"experiments/public/{rid}.toml", [*a.set, *([g] if g else [])])
             res = simulate(exp, exp.policies[0] if exp.k else "no_mtp")
@@ -47,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             peak = "-" if x.kv_cache_peak_pct is None else f"{x.kv_cache_peak_pct:.0f}"
             print(f"| {rid} | {g.split('=')[-1] or 'spec'} | {kv_cache_size(exp).tokens:,} | {peak} | "
                   f"{x.num_preemptions or 0:,} ({x.preempted_requests or 0:,}) | "
-                  + " | ".join(f"{res.metrics[k]:,.1f}" for k in FIGURES) + " |")
+                  + " | ".join(f"{res.metrics[k]:,.1f}" for k in FIGURES)
+                  + f" | {peak_messages_per_s(res.requests) * (x.dp_ranks or 1):,.0f} |")
     return 0
 
 
