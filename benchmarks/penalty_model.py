@@ -39,7 +39,7 @@ import numpy as np
 from mtpsim.calibration.fit import CONTEXT_BINS, GH_NODES, acceptance_events, fit_traces
 from mtpsim.calibration.schema import Calibration
 from mtpsim.fileio import atomic_write_json
-from mtpsim.models.acceptance import FittedAcceptance
+from mtpsim.models.fitted import FittedAcceptance
 from mtpsim.trace import Trace, read_trace
 
 FORMS = ("kappa", "kappa_step", "kappa_lk")

@@ -1,5 +1,6 @@
 """Typed records for what a run writes beside its figures: `Result.extra` (RunExtra) and
-`Trace.meta` (TraceMeta). Every key is declared once, here, with its type and the part that
+`Trace.meta` (TraceMeta, kept in mtpsim.trace_records beside a trace's other records, so that a
+run that reads no trace does not create it). Every key is declared once, here, with its type and the part that
 writes it; code reads and writes attributes, never string keys.
 
 On disk both stay JSON objects with the same key names as before: `to_json()` writes the set
@@ -148,32 +149,3 @@ class RunExtra(Record):
     node: dict[str, Any] | None = None
     repeat: int | None = None
     point_id: str | None = None
-
-
-@dataclass(slots=True)
-class TraceMeta(Record):
-    """`Trace.meta`: what a trace says about the run that wrote it."""
-
-    WHERE: ClassVar[str] = "line 1: meta"
-    # -- the reference engine (mtpsim.engine.engine, then mtpsim.engine.runner)
-    model: dict[str, Any] | None = None
-    device: str | None = None
-    dtype: str | None = None
-    threads: int | None = None
-    max_num_seqs: int | None = None
-    experiment: str | None = None
-    seed: int | None = None
-    weights: str | None = None
-    context_range: list[int] | None = None  # the experiment's nominal [lo, hi] context
-    clock: str | None = None
-    temperature: float | None = None
-    machine: dict[str, Any] | None = None
-    # -- served runs (mtpsim.vllm_runner)
-    note: str | None = None
-    source: str | None = None
-    phases: str | None = None
-    truncated: list[str] | None = None
-    # -- run-real's rounds (mtpsim.real.run, mtpsim.rounds)
-    rounds: int | None = None
-    probe: list[Any] | None = None
-    level: dict[str, Any] | None = None  # in-engine level probe record (mtpsim.engine.level)

@@ -26,10 +26,9 @@ from mtpsim.errors import TraceError
 from mtpsim.fileio import atomic_write_text, dumps
 from mtpsim.inputs import loads_json, read_text
 from mtpsim.policies import POLICIES
-from mtpsim.records import TraceMeta
 from mtpsim.result import PHASES
 from mtpsim.trace_check import MAX_K, MAX_TOPK, MAX_TRACE_BYTES, get, read_int, short, step
-from mtpsim.trace_records import TraceStep
+from mtpsim.trace_records import TraceMeta, TraceStep
 
 FORMAT = "mtpsim-trace"
 VERSION = 1

@@ -12,9 +12,9 @@ from mtpsim.calibration.schema import read_calibration
 from mtpsim.calibration.traces import probe_figures
 from mtpsim.models.build import probe_scale, sim_models
 from mtpsim.models.cost import StepShape
-from mtpsim.records import TraceMeta
 from mtpsim.spec import load_experiment
 from mtpsim.trace import Trace
+from mtpsim.trace_records import TraceMeta
 from mtpsim.uncertainty.domain import Domain, extrapolation
 
 EXP = "experiments/heldout/k2-conc4.toml"

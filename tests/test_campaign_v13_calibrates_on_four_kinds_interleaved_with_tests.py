@@ -96,8 +96,8 @@ def test_slices_of_each_kind_and_configurations_run_interleaved_in_order(tmp_pat
 
 def test_the_kinds_are_their_experiment_files_as_the_fit_reads_them():
     from mtpsim.calibration.shift import trace_kind
-    from mtpsim.records import TraceMeta
     from mtpsim.trace import Trace
+    from mtpsim.trace_records import TraceMeta
 
     for kind in v13.KINDS:
         meta = TraceMeta(experiment=f"experiments/heldout/v13/{kind}.toml")

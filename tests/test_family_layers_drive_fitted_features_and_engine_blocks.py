@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from mtpsim.calibration.schema import PhaseFit, read_calibration
-from mtpsim.models.cost import FittedCost, StepShape, cost_features
+from mtpsim.models.cost import StepShape, cost_features
 from mtpsim.models.families import Stack, family_of
 from mtpsim.models.families.layers import DENSE, LINEAR, MLA, MOE, Layer
+from mtpsim.models.fitted import FittedCost
 from mtpsim.spec import experiment_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]

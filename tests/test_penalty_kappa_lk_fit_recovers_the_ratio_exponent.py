@@ -8,7 +8,7 @@ from _synthetic_traces import K_DRAFT, LK_REF_TRUE, TOPK, make_trace, true_overl
 
 from mtpsim.calibration.fit import fit_traces
 from mtpsim.calibration.schema import CalibrationError, calibration_from_json
-from mtpsim.models.acceptance import FittedAcceptance
+from mtpsim.models.fitted import FittedAcceptance
 from mtpsim.models.penalty import keep_factor, parametric
 
 KAPPAS = (2.0, 1.0)

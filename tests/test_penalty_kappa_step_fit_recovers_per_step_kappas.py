@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from mtpsim.calibration.fit import fit_traces
 from mtpsim.calibration.schema import CalibrationError, calibration_from_json
-from mtpsim.models.acceptance import FittedAcceptance
+from mtpsim.models.fitted import FittedAcceptance
 from mtpsim.models.penalty import keep_factor, parametric
 
 KAPPAS = (2.5, 0.7)  # a mild penalty at draft step 1 (~10 %), a strong one at step 2 (~50 %)

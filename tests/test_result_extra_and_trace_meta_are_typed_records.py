@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from mtpsim.errors import ResultError, TraceError
-from mtpsim.records import RunExtra, TraceMeta
+from mtpsim.records import RunExtra
 from mtpsim.result import load_result
+from mtpsim.trace_records import TraceMeta
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = sorted(p for d in ("docs", "experiments") for p in (ROOT / d).rglob("*.json")

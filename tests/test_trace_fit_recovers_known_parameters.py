@@ -81,7 +81,8 @@ def test_prompt_lengths_are_reconstructed_from_first_verifications():
 def test_per_key_cost_comes_from_the_traced_attention_and_prices_another_topk(fitted):
     """One top-k in the traces: the recorded attention seconds split per-row from per-key work,
     so moving to top-k 128 adds exactly the per-key price of the extra 64 keys per row."""
-    from mtpsim.models.cost import FittedCost, StepShape
+    from mtpsim.models.cost import StepShape
+    from mtpsim.models.fitted import FittedCost
 
     cal, _ = fitted
     att = cal.cost.report["attention"]

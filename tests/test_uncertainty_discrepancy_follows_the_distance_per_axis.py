@@ -74,7 +74,7 @@ def test_throughput_and_tpot_follow_the_adjusted_acceptance_length():
 def test_a_calibration_covers_the_context_span_its_runs_drew_from():
     from mtpsim.calibration.schema import Calibration
     from mtpsim.calibration.traces import with_trace_meta
-    from mtpsim.records import TraceMeta
+    from mtpsim.trace_records import TraceMeta
 
     class Tr:
         def __init__(self, rng):

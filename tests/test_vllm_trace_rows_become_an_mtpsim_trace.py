@@ -11,8 +11,8 @@ import pytest
 import torch
 from _vllm_fakes import installed, make_speculator
 
-from mtpsim.records import TraceMeta
 from mtpsim.trace import read_trace
+from mtpsim.trace_records import TraceMeta
 from mtpsim.vllm_plugin.settings import PluginSettings
 from mtpsim.vllm_runner.trace import read_rows, rows_to_trace
 

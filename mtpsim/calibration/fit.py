@@ -44,10 +44,10 @@ from mtpsim.calibration.schema import (
 )
 from mtpsim.calibration.shift import MEASURED, PRIOR, PRIOR_SOURCE, WorkloadShift, is_prefill, trace_kind
 from mtpsim.fileio import portable
-from mtpsim.models.acceptance import keep_factor
-from mtpsim.models.cost import KEY_FEATURES, FittedCost, StepShape, cost_features
+from mtpsim.models.cost import KEY_FEATURES, StepShape, cost_features
+from mtpsim.models.fitted import FittedCost
 from mtpsim.models.overlap import agreement_curve, fitted_agreement, overlap_from_agreement
-from mtpsim.models.penalty import HeldEvents, Kappa, KappaLk, KappaStep
+from mtpsim.models.penalty import HeldEvents, Kappa, KappaLk, KappaStep, keep_factor
 from mtpsim.policies import BASELINE, policies_where, traits
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace

@@ -38,10 +38,9 @@ from mtpsim.engine.model import PhaseTimer, Transformer
 from mtpsim.engine.sampling import rejection_sample, sample
 from mtpsim.metrics import SpecDecodeCounters
 from mtpsim.policies import make_policy
-from mtpsim.records import TraceMeta
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace
-from mtpsim.trace_records import TraceRequest, TraceStep
+from mtpsim.trace_records import TraceMeta, TraceRequest, TraceStep
 
 PREFILL_ROW_KEYS = 16384  # 256 rows at top-64: 16 MiB of fp32 keys (and values) per gather
 

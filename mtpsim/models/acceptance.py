@@ -23,14 +23,13 @@ Two parameter forms:
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mtpsim.models.overlap import OverlapParams, fitted_agreement, overlap, overlap_from_agreement
-from mtpsim.models.overlap import sigmoid as _sigmoid
-from mtpsim.models.penalty import DEFAULT_PENALTY, FORMS, Penalty, keep_factor, parametric
+from mtpsim.models.penalty import DEFAULT_PENALTY, parametric
 from mtpsim.policies import traits
 
 if TYPE_CHECKING:
@@ -186,77 +185,6 @@ def fitted_overlap(cal: Calibration, policy: str, context: np.ndarray, step: int
         raise CalibrationError(cal.path, f"overlap.policies.{policy}",
                                f"missing: no trace of policy {policy!r} was fitted") from None
     return overlap_from_agreement(policy, context, step, topk, c)
-
-
-@dataclass(frozen=True, slots=True)
-class FittedAcceptance:
-    """Conditional acceptance per draft position from a calibration (AcceptanceModel's interface).
-
-    Positions beyond the calibrated k reuse the last position's curve (an extrapolation,
-    reported by `extrapolated`). `penalty` picks the fitted overlap -> acceptance link."""
-
-    cal: Calibration
-    policy: str
-    k: int
-    topk: int
-    penalty: str = DEFAULT_PENALTY
-    _form: Penalty | None = field(init=False, repr=False, compare=False, default=None)
-
-    def __post_init__(self) -> None:
-        from mtpsim.calibration.schema import CalibrationError
-
-        t = traits(self.policy)
-        a = self.cal.acceptance
-        if not t.step0_as_fresh and self.policy not in a.policies:
-            raise CalibrationError(self.cal.path, f"acceptance.policies.{self.policy}",
-                                   f"missing: no trace of policy {self.policy!r} was fitted")
-        form = a.penalty(self.penalty)
-        object.__setattr__(self, "_form", form)
-        if t.reuses_own_row and self.policy not in a.policies and form is None:
-            name = FORMS[self.penalty].field
-            hint = (f" (a file fitted before the {self.penalty} form: refit it with mtpsim "
-                    "simulate --trace ... --save-calibration)" if name != "kappa" and a.kappa
-                    else "")
-            raise CalibrationError(self.cal.path, f"acceptance.{name}",
-                                   f"missing: {self.policy!r} needs a trace of a reuse policy{hint}")
-
-    @property
-    def sigma(self) -> float:
-        return self.cal.acceptance.sigma
-
-    @property
-    def extrapolated(self) -> bool:
-        return self.k > len(self._rows())
-
-    def _rows(self) -> list[list[float]]:
-        a = self.cal.acceptance
-        return a.policies[self.policy] if self.policy in a.policies else a.base
-
-    def conditional(self, context: np.ndarray, request_shift: np.ndarray | None = None) -> np.ndarray:
-        """[n, k] conditional acceptance at each request's context."""
-        context = np.atleast_1d(np.asarray(context, float))
-        rows = self._rows()
-        x = np.log(np.maximum(context, 1.0) / self.cal.acceptance.context_ref)
-        shift = 0.0 if request_shift is None else np.asarray(request_shift, float)
-        out = np.empty((context.size, self.k))
-        linked = self.policy not in self.cal.acceptance.policies  # else its own curves
-        t = traits(self.policy)
-        for i in range(self.k):
-            b0, b1 = rows[min(i, len(rows) - 1)]
-            a = _sigmoid(b0 + b1 * x + shift)
-            if linked and not t.runs_indexer(i):
-                o = fitted_overlap(self.cal, self.policy, context, i, self.topk)
-                kappa = None if self._form is None else self._form.kappa(i, context / self.topk)
-                a = a * keep_factor(o, np.asarray(kappa, float))
-            out[:, i] = a
-        return out
-
-    def marginal(self, context: np.ndarray, request_shift: np.ndarray | None = None) -> np.ndarray:
-        """[n, k] marginal rates m_i = P(drafts 0..i all accepted)."""
-        return np.cumprod(self.conditional(context, request_shift), axis=1)
-
-    def expected_marginal(self, context: float) -> list[float]:
-        return [float(x) for x in self.marginal(np.array([context]))[0]]
 
 
 # ---- draws ------------------------------------------------------------------------------------

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mtpsim.models.acceptance import AcceptanceModel, FittedAcceptance
-from mtpsim.models.cost import FittedCost
+from mtpsim.models.acceptance import AcceptanceModel
 from mtpsim.models.families import family_of
 from mtpsim.policies import BASELINE
 
 if TYPE_CHECKING:
     from mtpsim.calibration.schema import Calibration
+    from mtpsim.models.fitted import FittedAcceptance, FittedCost
     from mtpsim.models.roofline import CostModel
     from mtpsim.spec import Experiment
 
@@ -56,6 +56,8 @@ def sim_models(exp: Experiment, policy: str,
                                    "expected a value (the calibration saw "
                                    f"{', '.join(str(int(t)) for t in seen) or 'none'})")
         topk = int(seen[0])
+    from mtpsim.models.fitted import FittedAcceptance, FittedCost
+
     k = exp.k
     speed = probe_scale(exp, calibration)
     stack = family_of(exp.model).stack(exp.model)

@@ -15,16 +15,10 @@ and written once per step, whatever its context).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mtpsim.models.families import Stack
-from mtpsim.policies import traits
-from mtpsim.result import PHASES
-
-if TYPE_CHECKING:
-    from mtpsim.calibration.schema import Calibration
 
 Num = float | np.ndarray
 
@@ -104,38 +98,3 @@ def cost_features(x: StepShape, k: int, topk: int,
         if stack.linear:
             f["verify"]["states"] = x.num_decode
     return {p: {n: np.asarray(v, float) for n, v in d.items()} for p, d in f.items()}
-
-
-@dataclass(frozen=True, slots=True)
-class FittedCost:
-    """Step cost from measured phase timings (CostModel's `step` interface)."""
-
-    cal: Calibration
-    policy: str
-    k: int
-    topk: int
-    speed: float = 1.0  # duration scale: target machine's probe figure / the calibration's
-    stack: Stack | None = None  # the priced model's layer kinds (cost_features)
-
-    def step(self, s: StepShape) -> dict[str, np.ndarray]:
-        return self.priced(s)
-
-    def priced(self, q: StepShape) -> dict[str, np.ndarray]:
-        """Seconds per phase of steps with these quantities (a simulated step's, or a traced one's)."""
-        feats = cost_features(q, self.k, self.topk, self.stack)
-        out: dict[str, np.ndarray] = {}
-        for p in PHASES:
-            fit = self.cal.cost.phases[p]
-            v = sum(c * feats[p][n] for n, c in zip(fit.features, fit.coef, strict=True)
-                    if n in feats[p])
-            out[p] = np.asarray(v, float)
-        if not traits(self.policy).runs_indexer(1):  # no MTP indexer at draft steps >= 1
-            out["draft_decode_indexer"] = np.zeros_like(out["draft_decode_indexer"])
-        if self.k == 0:  # plain decoding: the MTP layer never runs
-            for p in ("draft_prefill", "draft_decode_indexer", "draft_decode_rest"):
-                out[p] = np.zeros_like(out[p])
-        out["overhead"] = out["overhead"] + self.cal.cost.gap_s
-        if self.speed != 1.0:
-            out = {p: v * self.speed for p, v in out.items()}
-        shape = np.broadcast(*out.values()).shape
-        return {p: np.broadcast_to(v, shape) for p, v in out.items()}

@@ -24,10 +24,11 @@ from mtpsim.client.workload import (
 from mtpsim.console import StdConsole
 from mtpsim.errors import UserError
 from mtpsim.real.backend import BACKENDS, ServedBackend, backend
-from mtpsim.records import RunExtra, TraceMeta
+from mtpsim.records import RunExtra
 from mtpsim.result import Result, load_result
 from mtpsim.spec import Experiment
 from mtpsim.trace import Trace
+from mtpsim.trace_records import TraceMeta
 from mtpsim.vllm_runner.argv import vllm_bench_argv
 from mtpsim.vllm_runner.process import ServerProcess, free_port
 

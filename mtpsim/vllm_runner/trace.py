@@ -13,10 +13,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from mtpsim.records import TraceMeta
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace
-from mtpsim.trace_records import TraceRequest, TraceStep
+from mtpsim.trace_records import TraceMeta, TraceRequest, TraceStep
 
 TRACE_GLOB = "vllm-trace-*.jsonl"
 
