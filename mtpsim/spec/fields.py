@@ -7,6 +7,7 @@ A check returns None when the value is fine, else what was expected ("an integer
 from __future__ import annotations
 
 import math
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -159,10 +160,24 @@ def _magnitude(value: Any, allow_inf: bool) -> str | None:
     return None
 
 
+def field_hint(cls: type, name: str) -> Any:
+    """`typing.get_type_hints(cls)[name]`, evaluating only this field's annotation (a spec sets
+    about half of its sections' fields; each string annotation costs a compile): the string is
+    evaluated as get_type_hints evaluates it, names looked up in the defining class's module,
+    then in the class, then among the builtins; a bare None becomes NoneType."""
+    for base in cls.__mro__:
+        annotations = base.__dict__.get("__annotations__", {})
+        if name in annotations:
+            hint = annotations[name]
+            if isinstance(hint, str):
+                hint = eval(hint, dict(vars(base)), vars(sys.modules[base.__module__]))
+            return type(None) if hint is None else hint
+    raise KeyError(name)
+
+
 def build_section(cls: type, raw: Mapping[str, Any], section: str,
                   source_of: Callable[[str], str]) -> Any:
     """Validate `raw` against dataclass `cls`; every problem is a SpecError naming the key."""
-    hints = typing.get_type_hints(cls)
     names = [f.name for f in fields(cls)]
     for key in raw:
         if key not in names:
@@ -173,7 +188,7 @@ def build_section(cls: type, raw: Mapping[str, Any], section: str,
         where = f"{section}.{f.name}"
         if f.name in raw:
             try:
-                value = coerce(raw[f.name], hints[f.name])
+                value = coerce(raw[f.name], field_hint(cls, f.name))
             except TypeError as e:
                 raise SpecError(source_of(f.name), where, str(e)) from None
             kwargs[f.name] = value
