@@ -61,7 +61,9 @@ CASES = [
     (H, {"messages": [{"role": "system", "content": [{"type": "text", "text": "hi"}]}],
          "response_format": {"type": "text"}, "tool_choice": "none"}, 200, OK),
 ]
-IDS = [f"{p.rsplit('/', 1)[1]}-{i}-{next(iter(set(b) - {'prompt', 'messages'}), 'messages')}"
+# the first body key besides the prompt, in the body's own order: a set's order changes with the
+# process's hash seed, and pytest-xdist workers must collect the same ids
+IDS = [f"{p.rsplit('/', 1)[1]}-{i}-{next((k for k in b if k not in ('prompt', 'messages')), 'messages')}"
        for i, (p, b, _, _) in enumerate(CASES)]
 
 
