@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from mtpsim.metrics import RequestRecord
 from mtpsim.policies import policies_where
+from mtpsim.request_record import RequestRecord
 from mtpsim.result import Result
 from mtpsim.verdict import Rope, higher_is_better, judge, same_program
 

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from mtpsim.request_record import RequestRecord
 
 PERCENTILES = (90, 99)
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
@@ -98,42 +102,6 @@ def conditional_to_marginal(conditional: Sequence[float]) -> list[float]:
 def expected_acceptance_length(marginal: Sequence[float]) -> float:
     """E[tokens per verification step] = 1 + sum_i m_i (the bonus/corrected token plus accepted drafts)."""
     return 1.0 + float(sum(marginal))
-
-
-@dataclass(slots=True)
-class RequestRecord:
-    """One request as a benchmark client sees it; times in seconds from the run start.
-
-    ITLs are run-length encoded (`itl_s[j]` repeated `itl_count[j]` times) so that a simulator
-    advancing many identical steps at once need not store one value per step.
-    """
-
-    request_id: str
-    input_len: int
-    output_len: int
-    arrival_s: float
-    first_token_s: float
-    finish_s: float
-    itl_s: list[float] = field(default_factory=list)
-    itl_count: list[int] = field(default_factory=list)
-    num_drafts: int = 0
-    num_draft_tokens: int = 0
-    num_accepted_tokens: int = 0
-    accepted_per_pos: list[int] = field(default_factory=list)
-
-    @property
-    def ttft_s(self) -> float:
-        return self.first_token_s - self.arrival_s
-
-    @property
-    def e2el_s(self) -> float:
-        return self.finish_s - self.arrival_s
-
-    @property
-    def tpot_s(self) -> float | None:
-        if self.output_len <= 1:
-            return None
-        return (self.e2el_s - self.ttft_s) / (self.output_len - 1)
 
 
 def median(values: np.ndarray) -> float:

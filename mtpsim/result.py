@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtpsim import __version__
 from mtpsim.errors import ResultError
 from mtpsim.inputs import MiB, loads_json, read_text
-from mtpsim.metrics import RequestRecord, SpecDecodeCounters, counters_from_requests, serving_metrics
+from mtpsim.metrics import SpecDecodeCounters, counters_from_requests, serving_metrics
 from mtpsim.records import RunExtra
+
+if TYPE_CHECKING:
+    from mtpsim.request_record import RequestRecord
 
 SCHEMA = "mtpsim-result"
 VERSION = 1

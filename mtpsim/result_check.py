@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mtpsim.errors import ResultError
-from mtpsim.metrics import RequestRecord
+from mtpsim.request_record import RequestRecord
 
 RATES_KEY = "spec_decode_per_position_acceptance_rates"
 COUNTS = ("completed", "total_input_tokens", "total_output_tokens", "spec_decode_num_drafts",

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from mtpsim.level import pooled
-from mtpsim.metrics import RequestRecord
+from mtpsim.request_record import RequestRecord
 from mtpsim.result import PHASES, Result
 
 MAX_AUTO_ROUNDS = 8

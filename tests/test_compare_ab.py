@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from mtpsim.cli import app
 from mtpsim.compare import ab_compare, fidelity, mean_abs_pct_error
-from mtpsim.metrics import RequestRecord
+from mtpsim.request_record import RequestRecord
 from mtpsim.result import Result, load_result
 
 UPSTREAM = "experiments/pr47352-upstream"

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from mtpsim import rounds
 from mtpsim.cli import app
 from mtpsim.compare import NO_ROUNDS, ab_compare
-from mtpsim.metrics import RequestRecord
 from mtpsim.paired import TOO_FEW, paired_delta
+from mtpsim.request_record import RequestRecord
 from mtpsim.result import Result
 
 

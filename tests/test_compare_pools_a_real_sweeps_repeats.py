@@ -9,8 +9,8 @@ import json
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
-from mtpsim.metrics import RequestRecord
 from mtpsim.real_sweep import RealPlan, run_paths, write_point
+from mtpsim.request_record import RequestRecord
 from mtpsim.result import Result
 from mtpsim.sweep import Point
 

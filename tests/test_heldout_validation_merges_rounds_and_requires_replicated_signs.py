@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mtpsim.metrics import RequestRecord, SpecDecodeCounters
+from mtpsim.metrics import SpecDecodeCounters
+from mtpsim.request_record import RequestRecord
 from mtpsim.result import Result, load_result
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,7 +4,8 @@ and stretch of equal steps) equal numpy's statistics of the expanded list."""
 import numpy as np
 import pytest
 
-from mtpsim.metrics import RequestRecord, _stats, serving_metrics
+from mtpsim.metrics import _stats, serving_metrics
+from mtpsim.request_record import RequestRecord
 
 
 @pytest.mark.parametrize("seed", range(20))

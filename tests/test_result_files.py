@@ -5,7 +5,7 @@ import json
 import pytest
 
 from mtpsim.errors import ResultError
-from mtpsim.metrics import RequestRecord
+from mtpsim.request_record import RequestRecord
 from mtpsim.result import Result, load_result
 
 

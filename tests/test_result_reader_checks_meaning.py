@@ -12,7 +12,7 @@ import pytest
 from test_result_files import make_result
 
 from mtpsim.errors import ResultError
-from mtpsim.metrics import RequestRecord
+from mtpsim.request_record import RequestRecord
 from mtpsim.result import Result, load_result
 
 

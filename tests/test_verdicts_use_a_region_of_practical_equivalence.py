@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from mtpsim.cli import app
 from mtpsim.compare import ab_compare
-from mtpsim.metrics import RequestRecord
+from mtpsim.request_record import RequestRecord
 from mtpsim.result import Result
 from mtpsim.verdict import BETTER, SAME, UNSURE, WORSE, Rope, judge, same_program
 

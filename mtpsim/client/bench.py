@@ -17,7 +17,8 @@ from mtpsim.arrivals import send_offsets
 from mtpsim.client.prometheus import parse_spec_decode
 from mtpsim.client.request import BACKENDS, RequestOutcome, Sampling, send
 from mtpsim.client.workload import BenchRequest
-from mtpsim.metrics import RequestRecord, SpecDecodeCounters
+from mtpsim.metrics import SpecDecodeCounters
+from mtpsim.request_record import RequestRecord
 from mtpsim.result import Result
 
 if TYPE_CHECKING:

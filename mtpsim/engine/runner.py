@@ -29,8 +29,8 @@ from mtpsim.engine.level import RunLevels
 from mtpsim.engine.model import PhaseTimer
 from mtpsim.errors import SpecError
 from mtpsim.fileio import portable
-from mtpsim.metrics import RequestRecord
 from mtpsim.records import RunExtra
+from mtpsim.request_record import RequestRecord
 from mtpsim.result import PHASES, Result
 from mtpsim.sim.entities import draw_lengths
 from mtpsim.spec import Experiment

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mtpsim.arrivals import send_offsets
-from mtpsim.metrics import RequestRecord, SpecDecodeCounters, latency_metrics, median
+from mtpsim.metrics import SpecDecodeCounters, latency_metrics, median
 from mtpsim.models.acceptance import draw_accepted
 from mtpsim.models.build import models_for
 from mtpsim.models.cost import StepShape
@@ -472,6 +472,8 @@ class Simulator:
         # calibrated acceptance model predicts, apart from one run's sampling luck
         expected_al = 1.0 + float(reqs.expected_accepted.sum()) / max(drafts, 1)
         if self.records:
+            from mtpsim.request_record import RequestRecord
+
             # Whole counts per position; a request's accepted tokens are their sum (expected-value
             # mode carries fractions, and rounding the total apart could break that identity).
             per_pos = np.rint(reqs.accepted_per_pos).astype(np.int64)
