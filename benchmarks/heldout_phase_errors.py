@@ -18,7 +18,7 @@ import numpy as np
 
 from mtpsim.calibration import read_calibration
 from mtpsim.calibration.fit import step_quantities
-from mtpsim.models.cost import FittedCost
+from mtpsim.models.fitted import FittedCost
 from mtpsim.trace import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]

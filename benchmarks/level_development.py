@@ -98,7 +98,7 @@ def decode_ratio(cal, tr) -> float:
     """Measured over priced phase seconds of a trace's decode-only steps (§15's run level)."""
     from mtpsim.calibration.fit import step_quantities
     from mtpsim.calibration.shift import is_prefill
-    from mtpsim.models.cost import FittedCost
+    from mtpsim.models.fitted import FittedCost
     from mtpsim.result import PHASES
 
     q, _ = step_quantities(tr)

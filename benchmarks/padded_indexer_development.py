@@ -28,7 +28,8 @@ import numpy as np
 import mtpsim.calibration.fit as fit
 from mtpsim.calibration.fit import fit_traces
 from mtpsim.fileio import atomic_write_json
-from mtpsim.models.cost import FittedCost, StepShape
+from mtpsim.models.cost import StepShape
+from mtpsim.models.fitted import FittedCost
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace, read_trace
 

@@ -54,7 +54,8 @@ import mtpsim.models.cost as cost  # noqa: E402
 from mtpsim.calibration.shift import is_prefill, trace_kind  # noqa: E402
 from mtpsim.engine.engine import PREFILL_ROW_KEYS  # noqa: E402
 from mtpsim.fileio import atomic_write_json  # noqa: E402
-from mtpsim.models.cost import FittedCost, StepShape  # noqa: E402
+from mtpsim.models.cost import StepShape  # noqa: E402
+from mtpsim.models.fitted import FittedCost  # noqa: E402
 from mtpsim.result import PHASES  # noqa: E402
 from mtpsim.trace import Trace, read_trace  # noqa: E402
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from mtpsim.calibration.fit import step_quantities
 from mtpsim.calibration.schema import read_calibration
 from mtpsim.fileio import atomic_write_json
-from mtpsim.models.cost import FittedCost
+from mtpsim.models.fitted import FittedCost
 from mtpsim.result import PHASES, load_result
 from mtpsim.sim.simulator import simulate
 from mtpsim.spec import load_experiment
