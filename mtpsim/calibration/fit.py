@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,7 +47,7 @@ from mtpsim.fileio import portable
 from mtpsim.models.cost import KEY_FEATURES, StepShape, cost_features
 from mtpsim.models.fitted import FittedCost
 from mtpsim.models.overlap import agreement_curve, fitted_agreement, overlap_from_agreement
-from mtpsim.models.penalty import HeldEvents, Kappa, KappaLk, KappaStep, keep_factor
+from mtpsim.models.penalty import Kappa, KappaLk, KappaStep, keep_factor
 from mtpsim.policies import BASELINE, policies_where, traits
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace
@@ -197,6 +197,23 @@ def _held_curves(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float, ctx_r
     n_req = int(req.max()) + 1 if req.size else 0
     head = np.concatenate([rows[:, 0], rows[:, 1], [math.log(max(sigma, 1e-4))]])
     return k, x, nodes, weights, d, n_req, head
+
+
+@dataclass(frozen=True, slots=True)
+class HeldEvents:
+    """What a penalty fit sees (mtpsim.models.penalty, each form's `fit`): per event its draft
+    position, overlap and L / K, and `nll`, minus the log-likelihood of all events given each
+    event's keep factor (curves and spread held)."""
+
+    k: int  # draft positions
+    pos: np.ndarray  # [E]
+    overlap: np.ndarray  # [E] clipped to [0, 1]
+    ratio: np.ndarray  # [E] context / top-k
+    nll: Callable[[np.ndarray], float]
+
+    def steps(self) -> list[int]:
+        """Draft steps >= 1 with at least one event that lost overlap (the others pin nothing)."""
+        return [s for s in range(1, self.k) if np.any((self.pos == s) & (self.overlap < 1.0))]
 
 
 def _held(d: dict[str, np.ndarray], rows: np.ndarray, sigma: float, ctx_ref: float) -> HeldEvents:

@@ -25,19 +25,22 @@ names one (`FORMS`); `kappa_lk` is the default.
   ((L / K) / LK_REF) ** critical_lk_exponent. Fitted: {kappa_steps, exponent, ratio_ref}
   (ratio_ref the geometric mean L / K of the fitted events).
 
-A fit (`fit`) maximises the likelihood a calibration hands it as `HeldEvents`: the reuse
-policies' events with the acceptance curves and the request spread held fixed.
+A fit (`fit`) maximises the likelihood a calibration hands it as `HeldEvents`
+(mtpsim.calibration.fit): the reuse policies' events with the acceptance curves and the request
+spread held fixed.
 """
 
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from mtpsim.calibration.fit import HeldEvents
 
 LK_REF = 16.0  # the parametric form's reference L / K
 
@@ -47,22 +50,6 @@ Num = float | np.ndarray
 def keep_factor(overlap: Num, kappa: Num) -> Num:
     """Share of a draft's acceptance a selection with `overlap` keeps: 1 - (1 - o) ** kappa."""
     return 1.0 - (1.0 - overlap) ** kappa
-
-
-@dataclass(frozen=True, slots=True)
-class HeldEvents:
-    """What a penalty fit sees: per event its draft position, overlap and L / K, and `nll`, minus
-    the log-likelihood of all events given each event's keep factor (curves and spread held)."""
-
-    k: int  # draft positions
-    pos: np.ndarray  # [E]
-    overlap: np.ndarray  # [E] clipped to [0, 1]
-    ratio: np.ndarray  # [E] context / top-k
-    nll: Callable[[np.ndarray], float]
-
-    def steps(self) -> list[int]:
-        """Draft steps >= 1 with at least one event that lost overlap (the others pin nothing)."""
-        return [s for s in range(1, self.k) if np.any((self.pos == s) & (self.overlap < 1.0))]
 
 
 class Penalty(ABC):
