@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from mtpsim.metrics import (
-    RequestRecord,
     SpecDecodeCounters,
     acceptance_length,
     acceptance_rate,
@@ -17,6 +16,7 @@ from mtpsim.metrics import (
     per_position_rates,
     serving_metrics,
 )
+from mtpsim.request_record import RequestRecord
 
 # The upstream PR's sharing-off row (pr47352.txt).
 PR_DRAFTS, PR_DRAFT_TOKENS, PR_ACCEPTED = 185_354, 556_062, 338_992
