@@ -2,7 +2,7 @@
 
 For each run under runs/heldout (calibration and held-out, the traces of every round of each
 `--policies` policy, `fresh` by default), prices every traced engine step with the calibration's
-phase models as the simulator does (mtpsim.models.cost.FittedCost: a phase the policy skips costs
+phase models as the simulator does (mtpsim.models.fitted.FittedCost: a phase the policy skips costs
 nothing; overhead includes the fitted gap between steps) and sums measured and predicted seconds,
 separately for decode-only steps and steps that prefill a prompt; the last column is the mean per
 decode-only step (ms, measured / predicted), which sets policies side by side.
