@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_presets_ship_as_data_files():
-    assert available_presets("models") == ["deepseek-v3.2", "glm-5.2", "hybrid-linear-dsa", "reference"]
+    assert available_presets("models") == ["deepseek-v3", "deepseek-v3.2", "glm-5.2",
+                                           "hybrid-linear-dsa", "reference"]
     assert available_presets("gpus") == ["b200", "b300", "gb200", "gb300", "h100", "h20", "h200",
                                          "mi300x", "mi355x"]
 

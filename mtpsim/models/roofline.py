@@ -97,6 +97,21 @@ TOPP_S_PER_LOGIT = {"sort": _SORT, "flashinfer": _SORT * 0.372 / 6.150,
 # Blackwell is left to the efficiency (the README's B200 figure, 350 TFLOPS, is "not really
 # optimized yet", and vLLM 0.33.0 has other sparse MLA backends there).
 FLASHMLA_SM90_SHARE = {"fp8": 410 / 989, "bfloat16": 640 / 989}
+# Dense MLA (family `mla`, DeepSeek-V3/R1) on Hopper, as shares of the dense BF16 peak (989 TFLOP/s
+# on H800 SXM5, H100 and H200). Decode (absorbed MQA over the latent cache; vLLM 0.33.0 tries
+# FLASH_ATTN_MLA then FLASHMLA on SM90, `_get_backend_priorities` in platforms/cuda.py): FlashMLA's
+# README, "The dense MLA decoding kernel achieves up to 3000 GB/s in memory-bound configuration
+# and 660 TFLOPS in computation-bound configuration on H800 SXM5 with CUDA 12.8". Prefill (vLLM's
+# non-absorbed MHA over up-projected keys and values, model_executor/layers/attention/
+# mla_attention.py "Compute Friendly Approach", FlashAttention varlen on SM90): FlashAttention-3
+# (Shah et al. 2024) "FP16 reaching up to 740 TFLOPs/s (75% utilization)" on H100. Blackwell is
+# left to calibration.compute_efficiency (FLASHINFER_MLA / CUTLASS_MLA decode, FlashInfer or
+# TRT-LLM ragged prefill: no published figure read).
+DENSE_MLA_SM90_SHARE = {"decode": 660 / 989, "prefill": 740 / 989}
+# FlashMLA's dense decode kernel tiles a request's (query rows x heads) by 64 rows (block_M): at
+# 16 heads per rank (TP8) one decode row multiplies as many FLOPs as 64 heads would (assumed the
+# same for the Blackwell kernels)
+DENSE_DECODE_TILE = 64
 # How many top-k slots FlashMLA's Hopper kernels multiply per query row. Its DeepSeek-V3.2 FP8
 # sparse decode kernel (csrc/sm90/decode/sparse_fp8/splitkv_mla.cuh, `ModelType::V32`) loops over
 # all `topk` slots of a row whatever its context (the row's length is read for MODEL1 only), and
@@ -114,6 +129,18 @@ DISPATCH_BYTES = {"fp8": 1 + 4 / 128, "nvfp4": 0.5 + 1 / 16}
 # min(max_num_seqs x (1 + k) x 2, 512; 1024 on Blackwell), capped at max_num_batched_tokens; uniform
 # decode batches are captured up to it. A step over it runs without CUDA graphs.
 GRAPH_MAX_TOKENS, GRAPH_MAX_TOKENS_BLACKWELL = 512, 1024
+
+
+@functools.lru_cache(maxsize=16)
+def _mtp_indexer(m: ModelSpec) -> bool:
+    """Whether the model's MTP layer runs its own DSA indexer (False for a dense family)."""
+    return family_of(m).mtp_layer(m).indexer
+
+
+@functools.lru_cache(maxsize=16)
+def _dense(m: ModelSpec) -> bool:
+    """Whether the model's attention reads every earlier key (family `mla`)."""
+    return family_of(m).dense_attention
 
 
 @functools.lru_cache(maxsize=16)
@@ -235,7 +262,7 @@ class CostModel:
         idx_k = m.hidden_size * (m.index_head_dim + m.index_n_heads)
         absorbed = m.kv_lora_rank * m.num_heads / tp * (m.qk_nope_head_dim + m.v_head_dim) * 2
         w = ((st.mla + mtp) * ((p["attn_rep"] + p["attn_sh"] / tp) * b_lin + absorbed)
-             + (st.indexer + mtp) * ((p["indexer"] - idx_k) * b_lin + idx_k * 2)
+             + (st.indexer + mtp * _mtp_indexer(m)) * ((p["indexer"] - idx_k) * b_lin + idx_k * 2)
              + st.dense * p["dense"] / tp * b_lin
              + (st.moe + mtp) * ((m.num_routed_experts / self._dp + m.num_shared_experts)
                                  * p["expert"] / tp * b_exp + p["router"] * 2)
@@ -250,7 +277,7 @@ class CostModel:
         latent is not split by TP (each rank holds it whole), pipeline stages split the layers."""
         m, mtp, st = self.exp.model, self._mtp_layers(), self._stack
         return ((st.mla + mtp) * self._mla
-                + (st.indexer + mtp) * m.indexer_bytes_per_token) / self.exp.engine.pp
+                + (st.indexer + mtp * _mtp_indexer(m)) * m.indexer_bytes_per_token) / self.exp.engine.pp
 
     def state_bytes_per_request(self) -> float:
         """Recurrent-state bytes one request holds on one GPU (its linear-attention layers, heads
@@ -390,12 +417,15 @@ class CostModel:
         else the valid `keys`."""
         return rows * self.exp.index_topk if self._full[prefill] else keys
 
-    def _attention(self, n_layers: int, keys: Num, rows: Num) -> Num:
+    def _attention(self, n_layers: int, keys: Num, rows: Num, q: int = 1) -> Num:
         """Sparse MLA decode / verify over `rows` query rows: each reads its min(context, top-k)
         latent entries (`keys` in all) per layer and multiplies the kernel's slots (`_flop_keys`)
         with its padded heads (`_decode_heads`), so verify tokens cost FLOPs as well as bytes: at
-        thousands of queries per step it is compute-bound."""
+        thousands of queries per step it is compute-bound. A dense family: `_dense_attention`
+        (`q` query rows per request)."""
         m = self.exp.model
+        if _dense(m):
+            return self._dense_attention(n_layers, keys, q)
         nbytes = n_layers * keys * self._mla
         flops = n_layers * self._flop_keys(keys, rows, False) * 2 * self._decode_heads() * (
             2 * m.kv_lora_rank + m.qk_rope_head_dim)
@@ -410,8 +440,11 @@ class CostModel:
         gathering its top-k bf16 rows (FlashMLA's "640 TFlops" sparse prefill on H800 at 128
         heads streams those gathers at ~0.8 of HBM bandwidth; at 64 heads they bound it). Below 32 heads
         (TP8) prompt tokens go through the fp8 decode kernel with the decode batch, heads padded
-        to 64, each query gathering its top-k keys from HBM."""
+        to 64, each query gathering its top-k keys from HBM. A dense family:
+        `_dense_prefill_attention`."""
         m = self.exp.model
+        if _dense(m):
+            return self._dense_prefill_attention(n_layers, keys, reads, rows)
         heads = m.num_heads / self._tp
         per_key = 2 * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
         if heads < 32:
@@ -426,6 +459,52 @@ class CostModel:
         flops = n_layers * self._flop_keys(keys, rows, True) * padded * per_key
         return self._roof(nbytes, flops / self._attn_rate,
                           n_layers * KERNELS["attention"]) * (keys > 0)
+
+    def _dense_rate(self, phase: str) -> float:
+        """FLOP/s of dense MLA attention in `phase` ("decode" / "prefill"): the BF16 rate the
+        efficiency gives, at most the published best on Hopper (DENSE_MLA_SM90_SHARE)."""
+        hw, rate = self.exp.hardware, self._rates["bf16"]
+        if hw.architecture != "hopper":
+            return rate
+        return min(rate, hw.bf16_tflops * 1e12 * DENSE_MLA_SM90_SHARE[phase])
+
+    def _dense_attention(self, n_layers: int, keys: Num, q: int) -> Num:
+        """Dense MLA decode / verify (DeepSeek-V3/R1), absorbed: each query row attends every
+        earlier key of its request as MQA over the latent (QK over kv_lora_rank + rope = 576
+        dims, PV over 512). `keys` sums the rows' contexts; a request's `q` rows (1 + k at
+        verify) share one read of its latent cache, so the bytes are keys / q latent entries;
+        the FLOPs are per row and key, 2 x (576 + 512) per head, its q x heads rows padded to
+        DENSE_DECODE_TILE. Shapes (TP8): 16 heads/rank, q=1 -> 64 head rows; q=2 -> 32 each."""
+        m = self.exp.model
+        heads = m.num_heads / self._tp
+        padded = math.ceil(q * heads / DENSE_DECODE_TILE) * DENSE_DECODE_TILE / q
+        nbytes = n_layers * keys / q * self._mla
+        flops = n_layers * keys * 2 * padded * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
+        return self._roof(nbytes, flops / self._dense_rate("decode"),
+                          n_layers * KERNELS["attention"]) * (keys > 0)
+
+    def _dense_prefill_attention(self, n_layers: int, keys: Num, reads: Num, rows: Num) -> Num:
+        """Dense MLA prefill as vLLM runs it (the non-absorbed, compute-friendly MHA of
+        mla_attention.py): `rows` new tokens attend causally their `keys` query-key pairs in all
+        (the earlier context included) with q/k head dims qk_nope + rope = 192 and v 128, so
+        2 x (192 + 128) FLOPs per pair and head; the new tokens' k/v come from the kv_b_proj
+        GEMM priced with the layer's projections. The earlier context (`reads` - `rows` tokens:
+        the chunks' end positions minus their lengths) is read from the latent cache, up-projected
+        by kv_b_proj (2 x kv_lora_rank x heads x (nope + v) FLOPs per token, its weights read
+        once more) into a bf16 workspace that the attention reads back, per context chunk
+        (`_compute_prefill_context`). Shapes (TP8): 16 heads/rank; per context token 1,152 B of
+        bf16 latent in, 16 x 256 x 2 B of k_nope / v written and read."""
+        m = self.exp.model
+        heads = m.num_heads / self._tp
+        qk, v, nope = m.qk_nope_head_dim + m.qk_rope_head_dim, m.v_head_dim, m.qk_nope_head_dim
+        ctx = np.maximum(reads - rows, 0.0) if isinstance(reads, np.ndarray) or isinstance(
+            rows, np.ndarray) else max(reads - rows, 0.0)
+        up_w = m.kv_lora_rank * heads * (nope + v) * self._wbytes[self._shapes["lin"]]
+        nbytes = n_layers * (ctx * (self._mla + heads * (nope + v) * 2 * 2)
+                             + rows * heads * (2 * qk + 2 * v) * 2 + up_w * (ctx > 0))
+        flop_t = n_layers * (keys * heads * 2 * (qk + v) / self._dense_rate("prefill")
+                             + ctx * 2 * m.kv_lora_rank * heads * (nope + v) / self._rate("bf16"))
+        return self._roof(nbytes, flop_t, n_layers * KERNELS["attention"]) * (keys > 0)
 
     def _indexer(self, n_layers: int, pairs: Num, reads: Num) -> Num:
         """Lightning indexer (replicated on every TP rank) + top-k: keys read once per request,
@@ -508,7 +587,7 @@ class CostModel:
         keys, `pkeys` / `preads` the prompt chunks' keys and context read; `requests` decoding
         requests and `ptokens` prompt tokens for the linear-attention layers' states."""
         st = self._stack
-        attention = self._attention(st.mla, keys, tokens - ptokens)
+        attention = self._attention(st.mla, keys, tokens - ptokens, self.exp.k + 1)
         if np.any(pkeys):
             attention = attention + self._prefill_attention(st.mla, pkeys, preads, ptokens)
         total = (self._gemms(tokens, st.mla, st.dense, st.moe, st.indexer)
@@ -537,7 +616,8 @@ class CostModel:
         topk = self._roof(st.indexer * pairs * 4 * TOPK_PASSES, 0.0, st.indexer * KERNELS["topk"])
         parts = {"linear layers (attention projections, dense MLP, indexer)": linear,
                  "MoE experts (grouped GEMMs)": moe,
-                 "sparse MLA attention": self._prefill_attention(st.mla, keys, end, tokens),
+                 ("dense MLA attention (MHA prefill)" if _dense(m) else "sparse MLA attention"):
+                     self._prefill_attention(st.mla, keys, end, tokens),
                  "indexer logits (q·k over all earlier keys)": logits,
                  "top-k selection": topk,
                  "TP all-reduce + top-k all-gather": (self._allreduce(st.layers, tokens)
@@ -557,7 +637,8 @@ class CostModel:
         q = k + 1
         n_mtp = m.num_mtp_layers
         t = traits(self.policy)
-        own_indexer = t.runs_indexer(0)
+        mtp_idx = _mtp_indexer(m)  # False for a dense family: its MTP layer has no indexer
+        own_indexer = t.runs_indexer(0) and mtp_idx
         # target forward: verification of k+1 tokens per decoding request, plus prompt chunks
         v_tok = s.num_decode * q
         verify = self._target(v_tok, q * s.decode_keys, q * s.decode_ctx, s.decode_ctx, v_tok,
@@ -587,7 +668,7 @@ class CostModel:
         draft_prefill = (
             self._gemms(d_tok, n_mtp, 0, n_mtp, n_mtp if own_indexer else 0,
                         n_mtp * self._params()["eh_proj"])
-            + self._attention(n_mtp, q * s.decode_keys, v_tok)
+            + self._attention(n_mtp, q * s.decode_keys, v_tok, q)
             + (self._prefill_attention(n_mtp, s.prefill_keys, s.prefill_reads, s.prefill_tokens)
                if np.any(s.prefill_keys) else 0.0)
             + (self._indexer(n_mtp, q * s.decode_ctx + s.prefill_pairs / shards,
@@ -595,7 +676,7 @@ class CostModel:
                + self._topk_gather(n_mtp, s.prefill_tokens) if own_indexer else 0.0)
             + self._allreduce(n_mtp, d_tok, n_mtp)
             + self._head(s.num_draft))
-        if t.reuses_own_row and np.any(s.num_draft):
+        if t.reuses_own_row and mtp_idx and np.any(s.num_draft):
             # compact_topk_indices: gather one top-k row per request
             draft_prefill = draft_prefill + self._roof(s.num_draft * self.exp.index_topk * 8,
                                                        0.0, n_mtp) * (s.num_draft > 0)
@@ -607,8 +688,9 @@ class CostModel:
                             + self._attention(n_mtp, s.draft_keys, b)
                             + self._allreduce(n_mtp, b, n_mtp) + self._head(b))
             if t.runs_indexer(1):
-                indexer = steps * (self._gemms(b, 0, 0, 0, n_mtp)
-                                   + self._indexer(n_mtp, s.draft_ctx, s.draft_ctx))
+                indexer = (steps * (self._gemms(b, 0, 0, 0, n_mtp)
+                                    + self._indexer(n_mtp, s.draft_ctx, s.draft_ctx))
+                           if mtp_idx else 0.0 * rest)
             else:
                 indexer = 0.0 * rest
                 if t.appends_drafted:  # write the drafted positions into the row

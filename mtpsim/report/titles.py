@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mtpsim.models.families.base import DENSE_TOPK
+
 if TYPE_CHECKING:
     from mtpsim.spec import Experiment
 
@@ -23,6 +25,8 @@ def setup_title(exp: Experiment, how: str, own_model: str | None = None) -> str:
         where = f"{model} on {exp.engine.tp} x {exp.hardware.name or exp.hardware.preset}"
     rate = "" if math.isinf(w.request_rate) else f" · rate {w.request_rate:g}/s"
     name = Path(exp.source).stem if exp.source and exp.source != "<memory>" else ""
+    # a dense family's top-k is DENSE_TOPK, larger than any context: name it for what it is
+    attention = "dense" if exp.index_topk >= DENSE_TOPK else f"top-{exp.index_topk}"
     setup = (f"{where} · {w.num_prompts} x {w.input_len:,} in / {w.output_len:,} out · "
-             f"conc {w.max_concurrency}{rate} · k={exp.k} · top-{exp.index_topk}")
+             f"conc {w.max_concurrency}{rate} · k={exp.k} · {attention}")
     return f"{name + ': ' if name else ''}{setup} ({how}, seed {exp.seed})"

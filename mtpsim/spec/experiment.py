@@ -13,7 +13,8 @@ from typing import Any
 from mtpsim.errors import SpecError
 from mtpsim.inputs import MAX_NESTING, MiB, check_nesting, read_text
 from mtpsim.metrics import conditional_to_marginal, marginal_to_conditional
-from mtpsim.models.families import family_of
+from mtpsim.models.families import FAMILIES, family_of
+from mtpsim.models.families.base import DENSE_TOPK
 from mtpsim.policies import NO_MTP, POLICIES
 from mtpsim.spec.fields import build_section
 from mtpsim.spec.sections import (
@@ -76,6 +77,10 @@ class Experiment:
 
     @property
     def index_topk(self) -> int:
+        """Keys each query's attention may select: DENSE_TOPK (every earlier key) for a dense
+        family (DeepSeek-V3/R1's MLA), else `speculative.index_topk` or the model's."""
+        if FAMILIES[self.model.family].dense_attention:
+            return DENSE_TOPK
         return self.speculative.index_topk or self.model.index_topk
 
     def marginal_rates(self) -> list[float]:

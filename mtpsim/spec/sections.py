@@ -69,7 +69,8 @@ class ModelSpec:
     preset: str = option("deepseek-v3.2", "preset file under spec/presets/models ('' = none; "
                          "'reference' when engine.scheduler = 'reference')")
     family: str = option("dsa_mla", "what the layers are: a module under mtpsim/models/families "
-                         "(dsa_mla: every layer MLA + DSA, as DeepSeek-V3.2)", one_of(*FAMILIES))
+                         "(dsa_mla: every layer MLA + DSA, as DeepSeek-V3.2; mla: dense MLA, as "
+                         "DeepSeek-V3/R1)", one_of(*FAMILIES))
     name: str = option("", "Hugging Face id that `vllm serve` loads")
     quantization: str = option("fp8", "weight format", one_of(*QUANTIZATIONS))
     num_layers: int = option(0, "decoder layers of the target (MTP layers excluded)", _pos)
@@ -87,10 +88,12 @@ class ModelSpec:
     num_experts_per_tok: int = option(0, "routed experts each token uses", _pos)
     num_shared_experts: int = option(0, "always-on experts per MoE layer", _nonneg)
     vocab_size: int = option(0, "vocabulary size", _pos)
-    index_n_heads: int = option(0, "lightning-indexer heads", _pos)
-    index_head_dim: int = option(0, "lightning-indexer head dims", _pos)
-    index_topk: int = option(0, "positions each query's sparse attention selects", _pos)
-    num_indexer_layers: int = option(0, "target layers that run their own indexer", _pos)
+    index_n_heads: int = option(0, "lightning-indexer heads (DSA families; 0 for mla)", _nonneg)
+    index_head_dim: int = option(0, "lightning-indexer head dims (DSA families)", _nonneg)
+    index_topk: int = option(0, "positions each query's sparse attention selects (DSA families; "
+                            "mla reads every earlier key)", _nonneg)
+    num_indexer_layers: int = option(0, "target layers that run their own indexer (DSA "
+                                    "families)", _nonneg)
     num_mtp_layers: int = option(1, "MTP layers (each with its own indexer)", _pos)
     kv_bytes_per_token: int = option(656, "MLA KV-cache bytes per token per layer in vLLM's fp8 "
                                      "layout (fp8_ds_mla); a bf16 cache holds (kv_lora_rank + "

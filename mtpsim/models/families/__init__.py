@@ -7,6 +7,7 @@ layer adds its parameters and costs to `layers` and its pricing to the roofline.
 
 - `dsa_mla` (DeepSeek-V3.2, GLM-5.2): MLA layers with DSA, dense then MoE FFNs.
 - `hybrid_linear_dsa`: linear-attention layers with every n-th layer MLA + DSA.
+- `mla` (DeepSeek-V3/R1): MLA layers with dense attention over every earlier key (no indexer).
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from mtpsim.models.families.base import Family
 from mtpsim.models.families.dsa_mla import DsaMla
 from mtpsim.models.families.hybrid_linear_dsa import HybridLinearDsa
 from mtpsim.models.families.layers import Layer, Stack
+from mtpsim.models.families.mla import Mla
 
 if TYPE_CHECKING:
     from mtpsim.spec import ModelSpec
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (DsaMla(), HybridLinearDsa())}
+FAMILIES: dict[str, Family] = {f.name: f for f in (DsaMla(), HybridLinearDsa(), Mla())}
 
 
 def family_of(m: ModelSpec) -> Family:

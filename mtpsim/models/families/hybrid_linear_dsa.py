@@ -29,6 +29,8 @@ class HybridLinearDsa(Family):
         return tuple(out)
 
     def check(self, m: ModelSpec) -> tuple[str, str] | None:
+        if (bad := super().check(m)) is not None:
+            return bad
         for key in ("full_attention_period", "linear_num_heads", "linear_head_dim"):
             if getattr(m, key) < 1:
                 return key, f"expected a positive integer for family {self.name!r}"
