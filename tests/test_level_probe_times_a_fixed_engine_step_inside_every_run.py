@@ -18,7 +18,7 @@ from mtpsim.calibration.fit import fit_traces
 from mtpsim.calibration.normalise import normalised, scaled
 from mtpsim.calibration.schema import CalibrationError
 from mtpsim.engine import weights
-from mtpsim.engine.level import STEP, LevelProbe, RunLevels, Step
+from mtpsim.engine.level import STEP, LevelProbe, RunLevels, Sampling, Step
 from mtpsim.paired import paired_delta
 from mtpsim.result import load_result
 
@@ -98,7 +98,7 @@ class _FakeProbe:
     def __init__(self):
         self.n = 0
 
-    def reading(self, repeats=3, where=""):
+    def reading(self, repeats=3, where="", warmup=1):
         self.n += 1
         return _reading([0.01 * self.n], where=where)
 
@@ -106,7 +106,7 @@ class _FakeProbe:
 def test_readings_between_steps_are_taken_off_the_clock_and_counted(monkeypatch):
     fake = _FakeProbe()
     monkeypatch.setattr("mtpsim.engine.level.probe_for", lambda path, device: fake)
-    runs = RunLevels(weights.BUILTIN, torch.device("cpu"), every=3)
+    runs = RunLevels(weights.BUILTIN, torch.device("cpu"), Sampling(every=3))
     ticks = iter([1.0, 1.25, 2.0, 2.5])
     taken = [runs.between_steps(n, lambda: next(ticks)) for n in range(1, 7)]
     assert taken == [0, 0, 0.25, 0, 0, 0.5] and runs.off_clock_s == pytest.approx(0.75)

@@ -55,6 +55,10 @@ def run_real(
         "--probe/--no-probe", help="Time the fixed machine-speed probe (a few seconds, one "
         "thread) before and after every policy's round, and on the in-process reference engine "
         "its level probe (one fixed decode step, timed inside each round); recorded in the results.")] = True,
+    level_every: Annotated[int, typer.Option(
+        min=0, help="Reference engine: read the level probe densely, one timed step every N engine "
+        "steps, the run's level their trimmed mean weighted by the engine time each stands for "
+        "(docs/uncertainty.md §17). 0: a reading every 128 steps and at the ends, the median.")] = 0,
 ) -> None:
     """Run the experiment's workload on a real engine for each policy and write a result in the
     same schema as [cyan]mtpsim simulate[/cyan] (with per-request records) plus a trace.
@@ -73,13 +77,13 @@ def run_real(
 
     def interrupted(state: RealRun) -> typer.Exit:
         resume = report.resume(experiment, engine, setup.out, set_, policy, seed, server, trace,
-                               bench_client, rounds)
+                               bench_client, rounds, level_every)
         err_console.print(report.interrupted(state, setup.out, resume), highlight=False, markup=False,
                           soft_wrap=True)
         return typer.Exit(130)
 
     outcome = runs.run(setup, bench_client, probe_on, lambda: report.policy_bars(err_console, engine),
-                       lambda line: err_console.print(line, highlight=False), interrupted)
+                       lambda line: err_console.print(line, highlight=False), interrupted, level_every)
     report.print_run(console, outcome)
     if smoke:
         checks = list(runs.smoke_checks(outcome))

@@ -12,9 +12,12 @@ contexts are prefilled once when it is built (untimed), and every step writes th
 same positions, so the work is the same every time.
 
 A reading is WARMUP untimed steps then `repeats` timed ones, on wall and on this thread's CPU
-clock, taken at a run's start and end and every EVERY engine steps while it serves (off the run's
-clock); a run's level is the median of all its readings' timed steps (`figure`). A timing measured at
-level L0 is put on the scale of level L1 by `scaled` (durations x L1/L0, rates x L0/L1).
+clock, taken at a run's start and end and, while it serves (off the run's clock), every EVERY
+engine steps (§16: `SPARSE`, the median of all timed steps) or, densely, one timed step without
+warm-up every few engine steps (`Sampling.dense`, §17), each carrying the engine seconds since
+the reading before (`engine_s`), so the run's level can be the trimmed mean weighted by them
+(mtpsim.level.figure). A timing measured at level L0 is put on the scale of level L1 by `scaled`
+(durations x L1/L0, rates x L0/L1).
 """
 
 from __future__ import annotations
@@ -28,10 +31,37 @@ from typing import Any
 
 import torch
 
-from mtpsim.level import LEVEL_VERSION, record
+from mtpsim.level import AVERAGES, LEVEL_VERSION, record
 
 WARMUP, REPEATS = 1, 3
-EVERY = 128  # engine steps between readings while a run serves
+EVERY = 128  # engine steps between readings while a run serves (§16)
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """When a run reads its level: `every` engine steps (0: only at its ends) a reading of `warmup`
+    untimed and `repeats` timed steps, and the run's level by `average` (mtpsim.level.AVERAGES). The
+    readings at the run's start and end are WARMUP untimed and `ends_repeats` timed steps."""
+
+    every: int = EVERY
+    repeats: int = REPEATS
+    warmup: int = WARMUP
+    average: str = "median"
+    ends_repeats: int = REPEATS
+
+    def __post_init__(self) -> None:
+        if (self.average not in AVERAGES or self.every < 0 or self.repeats < 1 or self.warmup < 0
+                or self.ends_repeats < 1):
+            raise ValueError(f"bad level sampling {self}")
+
+    @classmethod
+    def dense(cls, every: int, average: str = "weighted") -> Sampling:
+        """One timed step, no warm-up, every `every` engine steps, and one timed step after a warm-up
+        at the ends (§17: the ends weigh nothing or little in the weighted figure)."""
+        return cls(every=every, repeats=1, warmup=0, average=average, ends_repeats=1)
+
+
+SPARSE = Sampling()
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,10 +141,10 @@ class LevelProbe:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def reading(self, repeats: int = REPEATS, where: str = "") -> dict[str, Any]:
-        """WARMUP untimed steps, then `repeats` timed ones -> the reading record."""
+    def reading(self, repeats: int = REPEATS, where: str = "", warmup: int = WARMUP) -> dict[str, Any]:
+        """`warmup` untimed steps, then `repeats` timed ones -> the reading record."""
         w_start, c_start = time.perf_counter(), time.thread_time()
-        for _ in range(WARMUP):
+        for _ in range(warmup):
             self.step()
         walls, cpus = [], []
         for _ in range(repeats):
@@ -141,27 +171,47 @@ def probe_for(weights_path: Path, device: torch.device) -> LevelProbe:
 
 
 class RunLevels:
-    """A run's readings: at its start, every `every` engine steps while it serves (their time
-    taken off the run's clock), and at its end."""
+    """A run's readings: at its start, every `sampling.every` engine steps while it serves (their
+    time taken off the run's clock), and at its end. Each reading records `engine_s`, the engine's
+    clock seconds since the reading before (0 at the start; set once `mark` gives the clock)."""
 
-    def __init__(self, weights_path: Path, device: torch.device, every: int = EVERY) -> None:
+    def __init__(self, weights_path: Path, device: torch.device, sampling: Sampling = SPARSE) -> None:
         self.t_wall = time.perf_counter()
         built = len(_PROBES)
         self.probe = probe_for(weights_path, device)
         self.setup_s = self.probe.setup_s if len(_PROBES) > built else 0.0  # paid once a process
-        self.every, self.off_clock_s = every, 0.0
-        self.readings = [self.probe.reading(where="start")]
+        self.sampling, self.off_clock_s = sampling, 0.0
+        self.last: float | None = None  # the engine clock after the latest reading
+        self.readings = [{**self.probe.reading(sampling.ends_repeats, where="start"), "engine_s": 0.0}]
+
+    @property
+    def every(self) -> int:
+        return self.sampling.every
+
+    def mark(self, now: float) -> None:
+        """The engine clock as the run starts serving (its first reading's interval begins)."""
+        self.last = now
+
+    def _since(self, now: float) -> float | None:
+        return None if self.last is None else max(0.0, now - self.last)
 
     def between_steps(self, n_steps: int, clock: Any) -> float:
         """After engine step `n_steps`: a reading when due; returns its seconds on `clock`."""
         if self.every <= 0 or n_steps % self.every:
             return 0.0
         t = clock()
-        self.readings.append(self.probe.reading(where=f"step {n_steps}"))
-        dt = clock() - t
+        smp = self.sampling
+        reading = self.probe.reading(repeats=smp.repeats, where=f"step {n_steps}", warmup=smp.warmup)
+        self.readings.append({**reading, "engine_s": self._since(t)})
+        self.last = clock()
+        dt = self.last - t
         self.off_clock_s += dt
         return dt
 
-    def finish(self) -> dict[str, Any]:
-        self.readings.append(self.probe.reading(where="end"))
-        return record(self.readings, self.setup_s, time.perf_counter() - self.t_wall)
+    def finish(self, now: float | None = None) -> dict[str, Any]:
+        """The end reading (`now`: the engine clock as serving ended) and the run's record."""
+        engine_s = self._since(now) if now is not None else None
+        end = self.probe.reading(self.sampling.ends_repeats, where="end")
+        self.readings.append({**end, "engine_s": engine_s})
+        return record(self.readings, self.setup_s, time.perf_counter() - self.t_wall,
+                      average=self.sampling.average, every_steps=self.every)

@@ -25,7 +25,7 @@ from mtpsim.arrivals import Client, send_offsets
 from mtpsim.engine import weights
 from mtpsim.engine.corpus import joined
 from mtpsim.engine.engine import EngineConfig, SpecDecodeEngine
-from mtpsim.engine.level import RunLevels
+from mtpsim.engine.level import SPARSE, RunLevels, Sampling
 from mtpsim.engine.model import PhaseTimer
 from mtpsim.errors import SpecError
 from mtpsim.fileio import portable
@@ -78,11 +78,12 @@ def workload(exp: Experiment) -> tuple[list[list[int]], list[int], np.ndarray]:
 
 
 def run_policy(exp: Experiment, policy: str, progress: Progress | None = None,
-               requests: range | None = None, level: bool = False) -> tuple[Result, Trace]:
+               requests: range | None = None, level: bool | Sampling = False) -> tuple[Result, Trace]:
     """Serve the experiment's workload with `policy` on the reference engine; `requests`: only
     those of the seeded requests (one round), with their own prompts and sampling seeds.
-    `level`: time the in-engine level probe (mtpsim.engine.level) at the run's start, every
-    EVERY steps and at its end, on this run's threads; recorded as `extra.level` and `meta.level`."""
+    `level`: time the in-engine level probe (mtpsim.engine.level) at the run's start, while it
+    serves (True: every EVERY steps; a Sampling: as it says) and at its end, on this run's threads;
+    recorded as `extra.level` and `meta.level`."""
     ref, w = exp.reference, exp.workload
     if ref.threads > 0:
         torch.set_num_threads(ref.threads)
@@ -111,11 +112,11 @@ def run_policy(exp: Experiment, policy: str, progress: Progress | None = None,
         raise SpecError(exp.source, "reference.clock", "expected \"wall\" on a GPU (the CPU clock "
                         "does not see device time)")
     engine = SpecDecodeEngine(model, cfg, seed=exp.seed, timer=PhaseTimer(ref.clock))
-    levels = RunLevels(path, device) if level else None
+    levels = RunLevels(path, device, level if isinstance(level, Sampling) else SPARSE) if level else None
     result, trace = _serve(exp, policy, engine, model, path, device, prompts, out_lens, send, conc,
                            topk, progress, idle_advances=cpu_clock, ids=ids, levels=levels)
     if levels is not None:
-        result.extra.level = trace.meta.level = levels.finish()
+        result.extra.level = trace.meta.level = levels.finish(engine.timer.now(device))
     return result, trace
 
 
@@ -167,6 +168,8 @@ def _serve(exp: Experiment, policy: str, engine: SpecDecodeEngine, model: Any, p
     idle = 0.0
     timer = engine.timer
     t0 = timer.now(device)
+    if levels is not None:
+        levels.mark(t0)
 
     def clock() -> float:
         return timer.now(device) - t0 - mtp.shadow_s + idle - (levels.off_clock_s if levels else 0.0)

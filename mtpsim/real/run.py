@@ -198,11 +198,11 @@ class RealRun:
 
 def run_policies(run: RealRun, runner: Callable[..., Any], *, mode: str, served: bool,
                  weights_sha: str | None, kept: dict[str, Result], force: bool, probe: Probe,
-                 level: bool = False, start: Callable[[str, str, int], Callable[[int, int], None]],
+                 level: Any = False, start: Callable[[str, str, int], Callable[[int, int], None]],
                  say: Callable[[str], None]) -> None:
     """Run every policy not `kept` over the plan's rounds with `runner` (exp, policy, progress,
-    requests=..., level=True when `level`) -> (Result, Trace). `start(policy, label, requests)`
-    shows a progress line and returns its updater; `say` prints a line."""
+    requests=..., level=`level` when set: True or a level Sampling) -> (Result, Trace).
+    `start(policy, label, requests)` shows a progress line and returns its updater; `say` prints a line."""
     from mtpsim import rounds as rounds_mod
 
     exp, out, plan = run.exp, run.out, run.plan
@@ -229,7 +229,7 @@ def run_policies(run: RealRun, runner: Callable[..., Any], *, mode: str, served:
 
             before = probe.reading()
             # `level`: the runner also times its in-engine level probe (backend's caps.level)
-            asked = {"level": True} if level else {}
+            asked = {"level": level} if level else {}
             if len(plan) == 1:
                 result, run_trace = runner(exp, name, tick, **asked)
             else:

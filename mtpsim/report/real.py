@@ -31,7 +31,7 @@ def policy_bars(console: StdConsole, engine: str) -> Iterator[Start]:
 
 def resume(experiment: Path, engine: str, out: Path, sets: list[str] | None, policies: list[str] | None,
            seed: int | None, server: bool, trace: bool, bench_client: str,
-           rounds: int | None = None) -> list[str]:
+           rounds: int | None = None, level_every: int = 0) -> list[str]:
     """The command that resumes this run: the same options (finished policies are skipped)."""
     from mtpsim.report.interrupt import resume_argv
     from mtpsim.runs.real import DEFAULT_ENGINE
@@ -43,6 +43,7 @@ def resume(experiment: Path, engine: str, out: Path, sets: list[str] | None, pol
     opts += ["--server"] * server + ["--trace"] * trace
     opts += ["--bench-client", bench_client] if bench_client != "mtpsim" else []
     opts += ["--rounds", str(rounds)] if rounds is not None else []
+    opts += ["--level-every", str(level_every)] if level_every else []
     return resume_argv("run-real", str(experiment), str(out), opts)
 
 

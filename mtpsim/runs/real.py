@@ -120,11 +120,17 @@ def prepare(experiment: Path, engine: str, *, out: Path | None, sets: list[str],
 
 def run(setup: RealSetup, bench_client: str, probe_on: bool,
         bars: Callable[[], AbstractContextManager[Start]], say: Callable[[str], None],
-        interrupted: Callable[[RealRun], BaseException]) -> RealOutcome:
-    """Every policy not kept run in the planned rounds; Ctrl-C raises `interrupted(state)`."""
+        interrupted: Callable[[RealRun], BaseException], level_every: int = 0) -> RealOutcome:
+    """Every policy not kept run in the planned rounds; Ctrl-C raises `interrupted(state)`.
+    `level_every` > 0: the level probe reads densely (mtpsim.engine.level.Sampling.dense)."""
     from mtpsim.real import run as real_run
 
     caps = setup.real.caps
+    level: Any = probe_on and caps.level
+    if level and level_every > 0:
+        from mtpsim.engine.level import Sampling
+
+        level = Sampling.dense(level_every)
     runner = setup.real.runner(setup.out, setup.trace, bench_client, smoke=setup.smoke)
     if setup.smoke:
         from mtpsim.vllm_runner import smoke as smoke_run
@@ -137,7 +143,7 @@ def run(setup: RealSetup, bench_client: str, probe_on: bool,
             real_run.run_policies(
                 state, runner, mode=caps.mode, served=caps.served, weights_sha=setup.weights_sha,
                 kept=setup.kept, force=setup.force, probe=real_run.Probe(enabled=probe_on and caps.probe),
-                level=probe_on and caps.level, start=start, say=say)
+                level=level, start=start, say=say)
     except KeyboardInterrupt:
         raise interrupted(state) from None
     return RealOutcome(setup, state, time.perf_counter() - t0)
