@@ -45,7 +45,7 @@ ONE_API_SERVER_VERSIONS = ("0.13.0", "nightly (Dec 2025)")
 # vLLM versions released before async scheduling became the default (vLLM PRs #27614 and #31998,
 # both first in v0.14.0, January 2026): their engine core schedules and processes outputs
 # between GPU steps, not during them
-SERIAL_HOST_VERSIONS = ("0.13.0", "nightly (Dec 2025)")
+SERIAL_HOST_VERSIONS = ("0.13.0", "nightly (Dec 2025)", "0.11.0")
 # vLLM versions before the Triton top-k/top-p kernels (PR #33538; PR #32558 still called main's
 # sampler sort-based on 18 January 2026, and 0.14.1 is a patch release of 0.14): `apply_top_k_top_p`
 # sorts every sampled row's whole vocabulary (FlashInfer's sampler was opt-in)
@@ -62,6 +62,11 @@ FULL_WIDTH_VERSIONS = {"vllm": ("0.13.0", "nightly (Dec 2025)", "0.14.1",
 # DeepSeek-V3.2's model card recommends temperature 1.0 and top_p 0.95 for local deployment; vLLM
 # serves the checkpoint's generation config as the default, assumed to carry them
 DEEPSEEK_TOP_P = 0.95
+# DeepSeek-R1-0528's generation config (served as the default the same way) samples at
+# temperature 0.6, top_p 0.95, the model card's recommendation (assumed, not read from the file)
+R1_TEMPERATURE = 0.6
+# rows of DeepSeek-V3/R1 (dense MLA, no DSA) are written with the `deepseek-v3` preset (family mla)
+MLA_MARK = "model-family:mla"
 
 
 def load() -> tuple[list[dict], dict[str, str]]:
@@ -89,6 +94,8 @@ def experiment_text(row: dict) -> str:
     if "pr47352" in row["id"]:  # the PR's server flags (experiments/pr47352.toml)
         seqs, mbt, cudagraph = 64, 8192, "full_decode_only"
     name = "nvidia/DeepSeek-V3.2-NVFP4" if row["quantization"] == "nvfp4" else "deepseek-ai/DeepSeek-V3.2"
+    mla = MLA_MARK in row["marks"]  # DeepSeek-V3/R1: no indexer, so no indexer / top-k settings
+    preset, name = ("deepseek-v3", row["model"]) if mla else ("deepseek-v3.2", name)
     sharegpt = row["dataset"] == "sharegpt"
     lines = [
         f"# Public row {row['id']} (docs/data/public/rows.toml), {row['engine']} {row['engine_version']}",
@@ -99,15 +106,16 @@ def experiment_text(row: dict) -> str:
         f'{row["dataset"]}, k={row["k"]}"',
         "seed = 0",
         f'policies = ["{policy}"]',
-        "", "[model]", 'preset = "deepseek-v3.2"', f'name = "{name}"',
+        "", "[model]", f'preset = "{preset}"', f'name = "{name}"',
         f'quantization = "{row["quantization"]}"',
         "", "[hardware]", f'preset = "{row["gpu"]}"',
         "", "[engine]", f"tp = {row['tp']}",
         *([f"dp = {row['dp']}", f"ep = {'true' if row['ep'] else 'false'}"] if row["dp"] > 1 else []),
         *(["indexer_row_sharding = false  # every TP rank scored every prompt row before vLLM PR #54394"]
-          if row["engine"] == "vllm" and row["tp"] > 1 else []),
+          if row["engine"] == "vllm" and row["tp"] > 1 and not mla else []),
         *(["sparse_topk_length = false  # full top-k width per row before vLLM PR #36616 / SGLang PR #31128"]
-          if row["engine_version"] in FULL_WIDTH_VERSIONS.get(row["engine"], ()) else []),
+          if row["engine_version"] in FULL_WIDTH_VERSIONS.get(row["engine"], ()) and not mla
+          else []),
         *(["api_server_count = 1  # vLLM's default before PR #32525"]
           if row["dp"] > 1 and row["engine_version"] in ONE_API_SERVER_VERSIONS else []),
         f"max_num_seqs = {seqs}",
@@ -134,7 +142,8 @@ def experiment_text(row: dict) -> str:
     lines.append("request_rate = inf" if math.isinf(rate) else f"request_rate = {rate}")
     # vllm bench serve sends no temperature unless told: the server's default, from the model's
     # generation config, samples (assumed > 0); the PR set 1.0
-    lines.append("temperature = 1.0")
+    lines.append(f"temperature = {R1_TEMPERATURE}  # DeepSeek-R1-0528's generation config" if mla
+                 else "temperature = 1.0")
     if "pr47352" not in row["id"]:  # the PR's rows keep experiments/pr47352.toml's sampling
         lines.append(f"top_p = {DEEPSEEK_TOP_P}  # the model card's recommendation, assumed served")
     if row["k"] and "pr47352" not in row["id"]:  # the PR's rates were measured on its own rows
@@ -222,17 +231,24 @@ def aggregate(results: list[dict], rows: dict[str, dict], split: dict[str, str])
     for r in results:
         row = rows[r["id"]]
         engine = "vllm" if row["engine"] == "vllm" else "other"
+        model = model_of(row)
         for key, f in r["figures"].items():
-            cells.setdefault((split[r["id"]], engine, group_of(key)), []).append(f)
+            cells.setdefault((model, split[r["id"]], engine, group_of(key)), []).append(f)
     out = []
-    for (side, engine, group), fs in sorted(cells.items()):
-        out.append({"split": side, "engine": engine, "metric": GROUPS[group], "n": len(fs),
+    for (model, side, engine, group), fs in sorted(cells.items()):
+        out.append({"model": model, "split": side, "engine": engine, "metric": GROUPS[group],
+                    "n": len(fs),
                     "coverage": sum(f["inside"] for f in fs) / len(fs),
                     "median_abs_error_pct": statistics.median(abs(f["error_pct"]) for f in fs),
                     "median_signed_error_pct": statistics.median(f["error_pct"] for f in fs),
                     "median_half_width_pct": statistics.median(f["half_width_pct"] for f in fs),
                     "median_interval_score_rel": statistics.median(f["interval_score_rel"] for f in fs)})
     return out
+
+
+def model_of(row: dict) -> str:
+    """"v3.2" (DeepSeek-V3.2, DSA) or "v3-r1" (DeepSeek-V3/R1, dense MLA): scored apart."""
+    return "v3-r1" if MLA_MARK in row["marks"] else "v3.2"
 
 
 def k_pairs(results: list[dict], rows: dict[str, dict]) -> list[dict]:
@@ -253,11 +269,12 @@ def k_pairs(results: list[dict], rows: dict[str, dict]) -> list[dict]:
 
 def print_report(summary: list[dict], pairs: list[dict], n: int) -> None:
     print(f"Public corpus: 90 % intervals of `--uncertainty {n}` (priors only, no calibration)")
-    head = (f"{'split':6} {'engine':6} {'metric':10} {'n':>3} {'coverage':>9} {'|err| med':>10} "
+    head = (f"{'model':6} {'split':6} {'engine':6} {'metric':10} {'n':>3} {'coverage':>9} {'|err| med':>10} "
             f"{'err med':>8} {'half-w med':>10} {'IS/meas':>8}")
     print(head)
     for c in summary:
-        print(f"{c['split']:6} {c['engine']:6} {c['metric']:10} {c['n']:3d} {100 * c['coverage']:8.0f}% "
+        print(f"{c.get('model', 'v3.2'):6} {c['split']:6} {c['engine']:6} {c['metric']:10} "
+              f"{c['n']:3d} {100 * c['coverage']:8.0f}% "
               f"{c['median_abs_error_pct']:9.1f}% {c['median_signed_error_pct']:+7.1f}% "
               f"{c['median_half_width_pct']:9.1f}% {c['median_interval_score_rel']:8.2f}")
     if pairs:

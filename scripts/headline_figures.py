@@ -157,7 +157,8 @@ def production_scale() -> list[Figure]:
     """The public corpus's held-out vLLM test rows (DeepSeek-V3.2 serving figures from public
     sources): the share of measured TTFT, TPOT and throughput inside the 90 % intervals of
     `--uncertainty 32` on priors alone, their median half-width and the median error."""
-    summary = {(r["split"], r["engine"], r["metric"]): r for r in _json(PUBLIC)["summary"]}
+    summary = {(r["split"], r["engine"], r["metric"]): r for r in _json(PUBLIC)["summary"]
+               if r.get("model", "v3.2") == "v3.2"}  # the DeepSeek-V3.2 rows
     rows = [summary[("test", "vllm", m)] for m in ("TTFT", "TPOT", "throughput")]
     src = f"{_rel(PUBLIC)} (python benchmarks/public_corpus.py --uncertainty 32 --out runs/public-corpus)"
 

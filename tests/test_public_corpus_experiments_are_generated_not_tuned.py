@@ -46,3 +46,17 @@ def test_per_gpu_figures_are_scaled_to_the_deployment():
     row = next(r for r in ROWS if r["id"] == "vllm-blog-gb300-tp2-nvfp4-prefill-isl2k-c64")
     assert pc.measured_figures(row) == {"total_token_throughput": 2 * 7360}
     assert math.isinf(row["request_rate"])
+
+
+def test_deepseek_r1_rows_use_the_dense_mla_family_and_are_scored_apart():
+    mla = [r for r in ROWS if r["expressible"] and pc.MLA_MARK in r["marks"]]
+    assert mla, "the corpus has expressible DeepSeek-V3/R1 rows"
+    for row in mla:
+        text = pc.experiment_text(row)
+        assert 'preset = "deepseek-v3"\n' in text and "indexer_row_sharding" not in text
+        assert load_experiment(pc.EXPERIMENTS / f"{row['id']}.toml").model.family == "mla"
+    v32 = next(r for r in ROWS if r["expressible"] and pc.MLA_MARK not in r["marks"])
+    fig = pc.score(1.0, 0.5, 1.0, 1.5)
+    results = [{"id": r["id"], "figures": {"median_ttft_ms": fig}} for r in (mla[0], v32)]
+    cells = pc.aggregate(results, {r["id"]: r for r in ROWS}, SPLIT)
+    assert sorted(c["model"] for c in cells) == ["v3-r1", "v3.2"]
