@@ -20,7 +20,7 @@ from mtpsim.clirun import COMMANDS, command_function, exits_on_user_error, print
 
 __all__ = ["COMMANDS", "exits_on_user_error", "main", "print_error"]
 
-GC_THRESHOLD = 10_000  # the collector's first threshold in an mtpsim process (Python's: 700)
+GC_THRESHOLD = 100_000  # the collector's first threshold in an mtpsim process (Python's: 700)
 # OpenBLAS threads of an mtpsim process unless the caller set them (docs/speed.md, round 8)
 BLAS_THREADS = "1"
 
@@ -31,8 +31,10 @@ def main() -> None:
     a misspelt command) the whole command line, which answers it."""
     # Start-up makes a few hundred thousand objects that all live (modules, classes, functions):
     # at the default first threshold (700 allocations) the collector passes over them ~50 times
-    # in a short simulate, in vain (~1.4 % of its instructions). At 10,000 it runs a few times;
-    # cyclic garbage still goes, in batches of at most that many objects.
+    # in a short simulate, in vain (~1.4 % of its instructions). At 10,000 it still ran a few
+    # times (~1 % more: 970.7 M -> 960.2 M instructions, docs/speed.md round 11); at 100,000 a
+    # printed simulate makes no collection at all. Cyclic garbage still goes, in batches of at
+    # most that many objects (some MB).
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     # numpy's OpenBLAS starts a thread per core at import, which costs ~0.07 CPU s of a short
     # simulate on 2 cores; mtpsim's arrays are elementwise and its fits small, and its process
