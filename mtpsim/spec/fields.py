@@ -6,6 +6,7 @@ A check returns None when the value is fine, else what was expected ("an integer
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import types
@@ -170,9 +171,16 @@ def field_hint(cls: type, name: str) -> Any:
         if name in annotations:
             hint = annotations[name]
             if isinstance(hint, str):
-                hint = eval(hint, dict(vars(base)), vars(sys.modules[base.__module__]))
+                hint = eval(_compiled(hint), dict(vars(base)), vars(sys.modules[base.__module__]))
             return type(None) if hint is None else hint
     raise KeyError(name)
+
+
+@functools.cache
+def _compiled(annotation: str) -> types.CodeType:
+    """An annotation's expression compiled once per process: pr47352 evaluates 78 annotations,
+    9 distinct texts ("int" 33 times)."""
+    return compile(annotation, "<annotation>", "eval")
 
 
 def build_section(cls: type, raw: Mapping[str, Any], section: str,
