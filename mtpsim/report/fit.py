@@ -103,13 +103,15 @@ def fit(table: Any, width: int, keep: int = 1, group: int | Sequence[int] = 1) -
     for col in table.columns:
         if _numeric(col):
             col.no_wrap = True
-    plain = isinstance(table, plainprint.Table) and table.width() is not None
-    if isinstance(table, plainprint.Table) and (not plain or width_of(table, None) > width and any(
+    # a plain table's width, measured once (no_wrap does not change it)
+    natural = table.width() if isinstance(table, plainprint.Table) else None
+    plain = natural is not None
+    if isinstance(table, plainprint.Table) and (not plain or natural > width and any(
             not col.no_wrap for col in table.columns[keep:])):
         table, plain = table.__rich__(), False  # a cell rich changes, or columns to wrap: rich lays it out
     console = None if plain else _wide()
     blocks = _blocks(table.columns[keep:], group)
-    if width_of(table, console) <= width or len(blocks) <= 1:
+    if (natural if plain else width_of(table, console)) <= width or len(blocks) <= 1:
         return [table]
     for col in table.columns[keep:]:  # word columns (verdicts, notes) wrap, at spaces, before a cut
         if not col.no_wrap:
