@@ -104,8 +104,6 @@ class Table:
     def natural_widths(self) -> list[int] | None:
         """Each column's width (padding included) with nothing wrapped, as rich measures it; None
         where rich would change a cell's text or a column has a width limit."""
-        from rich.cells import cell_len
-
         widths = []
         for col in self.columns:
             texts = [str(c) for c in (col.header, *col._cells)]
@@ -178,8 +176,6 @@ class Table:
               pad_style: str | None) -> list[list[Segment]]:
         """A cell's lines as rich's segments: left padding, the justified text, right padding
         (the padding in the cell's style: the header's, or none in the body)."""
-        from rich.cells import cell_len
-
         left, right = self._pad(col._index)
         inner = width - left - right
         lines = []
@@ -216,6 +212,16 @@ def _rule(chars: str, widths: Sequence[int]) -> str:
     return chars[0] + chars[2].join(chars[1] * w for w in widths) + chars[3]
 
 
+def cell_len(text: str) -> int:
+    """`rich.cells.cell_len`: printable ASCII (rich's single-cell range U+0020-U+007E) is one cell
+    a character, counted without rich's cache and character set (most cells are figures)."""
+    if text.isascii() and text.isprintable():
+        return len(text)
+    from rich.cells import cell_len as rich_cell_len
+
+    return rich_cell_len(text)
+
+
 def plain(text: str) -> bool:
     """Whether rich prints `text` (markup and emoji codes on) as it is. A tag needs a "[" and an
     emoji code a ":", so most cells (figures, labels) skip those searches (a printed simulate
@@ -231,8 +237,6 @@ def _annotation(text: str | None, width: int) -> list[str] | None:
         return []
     if not plain(text):
         return None
-    from rich.cells import cell_len
-
     lines = wrap(text, width)
     return [ln + " " * (width - cell_len(ln)) for ln in lines]
 
@@ -241,7 +245,6 @@ def wrap(text: str, width: int) -> list[str]:
     """`text` wrapped at `width` cells as rich wraps it: at spaces, a space kept at the end of the
     line it ends, a word wider than the line folded, trailing spaces past `width` cut."""
     from rich._wrap import divide_line
-    from rich.cells import cell_len
 
     out = []
     for line in text.split("\n"):

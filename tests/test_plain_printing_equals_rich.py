@@ -192,6 +192,18 @@ def test_the_patterns_are_richs():
     assert plainprint.RE_EMOJI.pattern == _emoji_replace.__defaults__[1].__self__.pattern
 
 
+def test_cell_widths_are_richs():
+    """plainprint counts printable ASCII itself (one cell a character) and asks rich for the rest."""
+    from rich.cells import cell_len
+
+    ascii_ = [chr(c) for c in range(128)]
+    others = ["−", "·", "±", "µ", "é", "中文", "👍", "e\u0301", "\u200d", "a\tb", "1,234.5 % [−1, +2]"]
+    rng = random.Random(7)
+    samples = ascii_ + others + ["".join(rng.choices(ascii_ + others, k=rng.randint(0, 12)))
+                                 for _ in range(300)]
+    assert [plainprint.cell_len(s) for s in samples] == [cell_len(s) for s in samples]
+
+
 def test_a_simulate_process_printing_to_a_file_imports_no_rich_console():
     probe = ("import sys\nfrom mtpsim.cli import main\nsys.argv = ['mtpsim', *sys.argv[1:]]\n"
              "try:\n    main()\nfinally:\n"
