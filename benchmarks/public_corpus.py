@@ -45,7 +45,8 @@ ONE_API_SERVER_VERSIONS = ("0.13.0", "nightly (Dec 2025)")
 # vLLM versions released before async scheduling became the default (vLLM PRs #27614 and #31998,
 # both first in v0.14.0, January 2026): their engine core schedules and processes outputs
 # between GPU steps, not during them
-SERIAL_HOST_VERSIONS = ("0.13.0", "nightly (Dec 2025)", "0.11.0")
+SERIAL_HOST_VERSIONS = ("0.13.0", "nightly (Dec 2025)", "0.11.0", "0.7.4.dev181+gf35f8e22",
+                        "0.7.3.dev138+g21f6ca217 (ROCm)")
 # vLLM versions before the Triton top-k/top-p kernels (PR #33538; PR #32558 still called main's
 # sampler sort-based on 18 January 2026, and 0.14.1 is a patch release of 0.14): `apply_top_k_top_p`
 # sorts every sampled row's whole vocabulary (FlashInfer's sampler was opt-in)
@@ -67,6 +68,9 @@ DEEPSEEK_TOP_P = 0.95
 R1_TEMPERATURE = 0.6
 # rows of DeepSeek-V3/R1 (dense MLA, no DSA) are written with the `deepseek-v3` preset (family mla)
 MLA_MARK = "model-family:mla"
+# rows measured with SGLang's bench_serving.py, whose requests ask for temperature 0.0 (greedy;
+# assumed from its request payloads, not read in the copy the source used)
+GREEDY_CLIENT_MARK = "sglang-bench-serving"
 
 
 def load() -> tuple[list[dict], dict[str, str]]:
@@ -142,9 +146,11 @@ def experiment_text(row: dict) -> str:
     lines.append("request_rate = inf" if math.isinf(rate) else f"request_rate = {rate}")
     # vllm bench serve sends no temperature unless told: the server's default, from the model's
     # generation config, samples (assumed > 0); the PR set 1.0
-    lines.append(f"temperature = {R1_TEMPERATURE}  # DeepSeek-R1-0528's generation config" if mla
+    greedy = GREEDY_CLIENT_MARK in row["marks"]
+    lines.append("temperature = 0.0  # SGLang's bench_serving.py asks for greedy sampling" if greedy
+                 else f"temperature = {R1_TEMPERATURE}  # DeepSeek-R1-0528's generation config" if mla
                  else "temperature = 1.0")
-    if "pr47352" not in row["id"]:  # the PR's rows keep experiments/pr47352.toml's sampling
+    if "pr47352" not in row["id"] and not greedy:  # the PR's rows keep pr47352.toml's sampling
         lines.append(f"top_p = {DEEPSEEK_TOP_P}  # the model card's recommendation, assumed served")
     if row["k"] and "pr47352" not in row["id"]:  # the PR's rates were measured on its own rows
         lines += ["", "[acceptance]",
