@@ -31,7 +31,7 @@ def cell_text(cell: object) -> str:
 
 
 def _atom(text: str) -> bool:
-    return bool(_NUMBER.match(text)) and len(text.split()) <= 2 and sum(c.isalpha() for c in text) <= 3
+    return bool(_NUMBER.match(text)) and len(text.split()) <= 2 and sum(map(str.isalpha, text)) <= 3
 
 
 def is_figure(text: str) -> bool:
@@ -51,8 +51,8 @@ def _numeric(col: Column) -> bool:
     """A column of figures (and "-", or a lone word such as "baseline" in place of one): never
     wrapped, so a digit or a marker cannot move away."""
     cells = [cell_text(c).strip() for c in col._cells]
-    figures = [c for c in cells if c and is_figure(c)]
-    return bool(figures) and all(not c or is_figure(c) or " " not in c for c in cells)
+    figures = [bool(c) and is_figure(c) for c in cells]  # each cell asked once
+    return any(figures) and all(f or " " not in c for c, f in zip(cells, figures, strict=True))
 
 
 def width_of(table: Table | plainprint.Table, console: Console | None) -> int:
