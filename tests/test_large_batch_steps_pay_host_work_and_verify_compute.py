@@ -4,10 +4,13 @@ a rank's heads to 64, so verify tokens cost FLOPs; the fused MoE's padded M tile
 load with the host work serial, MTP's verify tokens cost enough that k = 1 gains less per step
 than at small batch."""
 
+import functools
+
 import pytest
 
+from mtpsim.models import gemm_rates
 from mtpsim.models.cost import StepShape
-from mtpsim.models.roofline import CostModel, moe_padded_rows
+from mtpsim.models.roofline import CostModel
 from mtpsim.spec import experiment_from_dict
 
 
@@ -57,12 +60,13 @@ def test_tp8_verify_queries_multiply_64_padded_heads():
 
 
 def test_moe_tiles_pad_few_rows_per_expert_to_a_whole_tile():
-    # 1,000 tokens x 8 experts over 256 experts: ~31 rows each, padded to 64
-    assert moe_padded_rows(8000, 256, 1000) == 256 * 64
-    # many rows per expert: half a tile of padding on average
-    assert moe_padded_rows(256 * 1000, 256, 32_000) == 256 * 1000 + 256 * 32
-    # small batches use 16-row tiles
-    assert moe_padded_rows(64, 64, 8) == 64 * 16
+    # the experts' grouped GEMM pays whole tiles (gemm_rates, DeepGEMM's 64 / 128-row tiles):
+    # ~31 rows an expert cost what 64 do; many rows half a tile of padding each on average
+    t = functools.partial(gemm_rates.tensor_seconds, n=512, k=7168, sms=132, peak_flops=1979e12,
+                          random_rows=True)
+    assert t(256.0, 31.25) == t(256.0, 32.0) == t(256.0, 1.0)
+    assert t(256.0, 1000.0, random_rows=False) < t(256.0, 1000.0) < t(256.0, 1064.0,
+                                                                       random_rows=False)
 
 
 def test_verify_tokens_cost_more_as_the_batch_grows():

@@ -20,7 +20,7 @@ from mtpsim.spec import Experiment
 
 BOUNDS = {"mem_efficiency": (0.02, 1.0), "compute_efficiency": (0.02, 1.0),
           "comm_efficiency": (0.02, 1.0), "overhead_ms": (1e-3, 100.0),
-          "eager_overhead_ms": (1e-3, 500.0)}
+          "eager_overhead_ms": (1e-3, 500.0), "gemm_efficiency": (0.05, 4.0)}
 
 
 @dataclass(frozen=True, slots=True)

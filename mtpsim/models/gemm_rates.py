@@ -54,6 +54,7 @@ DEFAULT_SMS = 132
 # largest m-tile count looked up exactly; above it waves are taken as fractional (the last
 # wave's idle SMs are < 1 % of the time there)
 _TABLE_TILES = 8192
+_TABLE_ROWS = 65536  # rows of one GEMM looked up exactly (`_row_units`)
 
 
 def sms_of(gpu_name: str) -> int:
@@ -78,34 +79,87 @@ def _columns(n: float, sms: int) -> np.ndarray:
     return np.min(waves * BLOCK_NS, axis=1)
 
 
-def m_tiles(groups, m):
-    """(m-tiles, BLOCK_M): groups x ceil(m / BLOCK_M) tiles of BLOCK_M rows. `m` may be a mean
-    over groups (MoE experts): it is rounded up per group, as every group pads to its tile."""
-    block = np.where(np.asarray(m) <= SMALL_M, 64.0, 128.0)
-    return groups * np.ceil(np.asarray(m, float) / block), block
-
-
 def compute_seconds(groups, m, n: float, k: float, sms: int, peak_flops: float,
                     fit: tuple = FIT):
     """Wave-quantised tensor time of `groups` GEMMs of [m, k] @ [k, n] at `peak_flops` (the
     dtype's dense peak, FLOP/s) on `sms` SMs: t_c of the module docstring. Vectorised over
     `groups` and `m`; `n`, `k` scalars (a weight's shape)."""
     _check(groups, m, n, k)
-    tiles, block = m_tiles(groups, m)
-    e = np.where(block == 64.0, fit[1], fit[0])
-    idx = np.minimum(tiles, _TABLE_TILES).astype(np.intp)
+    return tensor_seconds(groups, m, n, k, sms, peak_flops, False, fit)
+
+
+def tensor_seconds(groups, m, n: float, k: float, sms: int, peak_flops: float,
+                   random_rows: bool = False, fit: tuple = FIT):
+    """`compute_seconds` without the shape checks, for the roofline's hot path (its callers pass
+    groups > 0, m >= 0); a plain-float fast path for scalar steps. `random_rows`: the groups'
+    row counts vary about the mean m (an MoE's experts under routing), so each pays on average
+    half a tile of padding above m / BLOCK_M, and at least one tile: groups x max(1, m / BLOCK_M
+    + 1/2) m-tiles instead of groups x ceil(m / BLOCK_M)."""
+    if not isinstance(m, np.ndarray) and not isinstance(groups, np.ndarray):
+        block, e = (64.0, fit[1]) if m <= SMALL_M else (128.0, fit[0])
+        per = max(1.0, m / block + 0.5) if random_rows else math.ceil(m / block)
+        tiles = groups * per if m > 0 else 0.0
+        if tiles > _TABLE_TILES:
+            cols = tiles * math.ceil(n / 128.0) * 128.0 / sms
+        else:
+            cols = float(_columns(float(n), int(sms))[math.ceil(tiles - 1e-9)])
+        return cols * 2.0 * block * k / (peak_flops / sms * e)
+    m = np.asarray(m, float)
+    scale = 2.0 * k / (peak_flops / sms)
+    if not random_rows and not isinstance(groups, np.ndarray) and groups == 1:
+        # one GEMM over m rows: a lookup by the row count (ceil: a partial row is a row)
+        units = _row_units(float(n), int(sms), fit[0], fit[1])
+        idx = np.minimum(np.ceil(m), _TABLE_ROWS).astype(np.intp)
+        out = units[idx] * scale
+        over = m > _TABLE_ROWS
+        if np.any(over):  # beyond the table: fractional waves of 128-row tiles
+            out = np.where(over, np.ceil(m / 128.0) * math.ceil(n / 128.0) * 128.0 / sms
+                           * 128.0 / fit[0] * scale, out)
+        return out
+    small = m <= SMALL_M
+    block = np.where(small, 64.0, 128.0)
+    per = np.maximum(1.0, m / block + 0.5) if random_rows else np.ceil(m / block)
+    tiles = np.where(m > 0, groups * per, 0.0)
+    idx = np.minimum(np.ceil(tiles - 1e-9), _TABLE_TILES).astype(np.intp)
     cols = _columns(float(n), int(sms))[idx]
-    over = tiles > _TABLE_TILES  # fractional waves beyond the table
+    over = tiles > _TABLE_TILES
     if np.any(over):
         cols = np.where(over, tiles * math.ceil(n / 128.0) * 128.0 / sms, cols)
-    return cols * 2.0 * block * k / (peak_flops / sms * e)
+    return cols * scale * np.where(small, 64.0 / fit[1], 128.0 / fit[0])
+
+
+@functools.lru_cache(maxsize=256)
+def _row_units(n: float, sms: int, e128: float, e64: float) -> np.ndarray:
+    """SM-columns x BLOCK_M / e_c of one GEMM with n columns over 0.._TABLE_ROWS rows (times
+    2 k / (P / sms) it is `tensor_seconds`): built once per shape, so a step array costs a lookup."""
+    m = np.arange(_TABLE_ROWS + 1, dtype=float)
+    small = m <= SMALL_M
+    block = np.where(small, 64.0, 128.0)
+    cols = _columns(n, sms)[np.ceil(m / block).astype(np.intp)]
+    return cols * np.where(small, 64.0 / e64, 128.0 / e128)
+
+
+def _blend_table(p: float, size: int = 1 << 16) -> np.ndarray:
+    """(1 + r^p)^(1/p) at r = 0, 1/size, .., 1 (and once more past 1), for `blend`'s lookup."""
+    r = np.minimum(np.arange(size + 2) / size, 1.0)
+    return (1.0 + r ** p) ** (1.0 / p)
+
+
+_BLEND = {FIT[3]: _blend_table(FIT[3])}
 
 
 def blend(t_c, t_m, p: float = FIT[3]):
     """The ridge: (t_c^p + t_m^p)^(1/p), >= max(t_c, t_m), <= their sum."""
+    if not isinstance(t_c, np.ndarray) and not isinstance(t_m, np.ndarray):
+        big = max(t_c, t_m)
+        return big * ((t_c / big) ** p + (t_m / big) ** p) ** (1.0 / p) if big > 0 else 0.0
     big = np.maximum(t_c, t_m)
-    safe = np.where(big > 0, big, 1.0)
-    return big * ((t_c / safe) ** p + (t_m / safe) ** p) ** (1.0 / p)
+    r = np.minimum(t_c, t_m) / (big + 1e-300)
+    if p not in _BLEND:
+        return big * (1.0 + r ** p) ** (1.0 / p)
+    # nearest of 65,536 steps: within 1e-5 of the formula, and monotone as it is
+    f = _BLEND[p]
+    return big * f[(r * (len(f) - 2) + 0.5).astype(np.intp)]
 
 
 def gemm_seconds(groups, m, n: float, k: float, sms: int, peak_flops: float, hbm_bytes_s: float,

@@ -3,7 +3,9 @@ from the model and GPU presets, for simulations without a calibration file.
 
 Every phase is a roofline over the model preset on `engine.tp` GPUs of the hardware preset:
 for each kernel group, time = max(bytes / (HBM bandwidth * mem_efficiency),
-FLOPs / (peak * compute_efficiency), kernels * kernel_floor); TP all-reduces add
+FLOPs / (peak * compute_efficiency), kernels * kernel_floor), except the GEMMs (linear layers,
+experts): each is the blend of its bytes' time and its tensor time from public kernel tables
+(mtpsim.models.gemm_rates: tiles and waves over the SMs, times 1 / gemm_efficiency); TP all-reduces add
 bytes / (NVLink * comm_efficiency) + a fixed latency; each step adds `overhead_ms` (and
 `eager_overhead_ms` when it runs outside CUDA graphs). Quantities are per GPU. The equations and
 their assumptions are written out in docs/simulator.md.
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mtpsim.models import gemm_rates
 from mtpsim.models.cost import Num, StepShape
 from mtpsim.models.families import Stack, family_of
 from mtpsim.models.families.layers import (
@@ -72,11 +75,6 @@ ELEMENTWISE_HIDDEN_BYTES = 40
 # v1/attention/backends/mla/flashmla_sparse.py), so under TP4 / TP8 (32 / 16 heads) a decode or
 # verify query multiplies as many FLOPs as 64 heads would.
 FP8_DECODE_HEADS = (64, 128)
-# The fused MoE kernel pads each expert's rows to its M tile (vLLM 0.33.0 `get_default_config`
-# for block-fp8 in model_executor/layers/fused_moe/fused_moe.py: BLOCK_SIZE_M 16 up to 64
-# tokens, 64 above; `moe_align_block_size` pads every expert's token count to it). The padded
-# rows are multiplied: with a few rows per expert the experts' FLOPs are those of whole tiles.
-MOE_BLOCK_M_SMALL, MOE_BLOCK_M, MOE_SMALL_BATCH = 16, 64, 64
 # Top-p / top-k masking of one sampled row, seconds per logit on an H100 (HBM 3.35 TB/s). PyTorch's
 # sort: 16.312 ms for 1,024 rows x 131,072 logits, every row top-p, in vLLM PR #33538's table (H100
 # as in its predecessor PR #25824). The kernels relative to the sort on one GPU, from PR #40376's
@@ -201,6 +199,8 @@ class CostModel:
     _topp: tuple | None = field(init=False, repr=False, compare=False)  # s/row: sampler, drafts
     _attn_rate: float = field(init=False, repr=False, compare=False)  # sparse MLA FLOP/s
     _full: tuple = field(init=False, repr=False, compare=False)  # (decode, prompt) rows full width
+    _sms: int = field(init=False, repr=False, compare=False)  # SMs, for the GEMMs' waves
+    _gemm_peak: dict = field(init=False, repr=False, compare=False)  # dtype -> FLOP/s x gemm_eff.
 
     def __post_init__(self) -> None:
         hw, c = self.exp.hardware, self.exp.calibration
@@ -227,6 +227,9 @@ class CostModel:
         object.__setattr__(self, "_attn_rate", sparse_mla_rate(self.exp, self._rates["bf16"]))
         object.__setattr__(self, "_full", (full_width_rows(self.exp, False),
                                            full_width_rows(self.exp, True)))
+        object.__setattr__(self, "_sms", gemm_rates.sms_of(hw.name))
+        object.__setattr__(self, "_gemm_peak", {d: peak * 1e12 * c.gemm_efficiency
+                                                for d, peak in peaks.items()})
 
     # ---- derived constants -------------------------------------------------------------------
     def _params(self) -> dict[str, float]:
@@ -308,7 +311,7 @@ class CostModel:
         tensor rate. A GEMM with a small K (an expert's down projection under TP8: K = 256)
         writes as many bytes as it multiplies, so it is memory-bound even over thousands of
         tokens, as DeepGEMM's published shapes show (docs/prefill.md). Experts touched follow
-        uniform routing."""
+        uniform routing; their GEMMs are one grouped GEMM (`_linears`, grouped)."""
         m = self.exp.model
         g = self._shapes
         t = 0.0 * tokens
@@ -320,8 +323,7 @@ class CostModel:
             t = t + n_dense * self._linears(tokens, g["dense"], 1.0)
         if n_moe:
             shapes, rows, copies = self._routed_gemms(tokens)
-            t = t + n_moe * (self._linears(rows, shapes, copies,
-                                           moe_padded_rows(rows, copies, tokens))
+            t = t + n_moe * (self._linears(rows, shapes, copies, grouped=True)
                              + m.num_shared_experts * self._linears(tokens, g["expert"], 1.0)
                              + self._roof(self._params()["router"] * 2, 0.0, 0))
         if extra_params:
@@ -335,19 +337,30 @@ class CostModel:
             return np.maximum(t, floor) * (tokens > 0)
         return max(t, floor) * (tokens > 0)
 
-    def _linears(self, rows: Num, shapes: tuple, copies: Num, flop_rows: Num | None = None) -> Num:
+    def _linears(self, rows: Num, shapes: tuple, copies: Num, grouped: bool = False) -> Num:
         """Sum over `shapes` ((K, N, dtype) per GPU) of one GEMM each over `rows` rows, whose
-        weights are read `copies` times (experts touched; 1 for a dense layer); `flop_rows`: the
-        rows the kernel multiplies when it pads them (the MoE's M tiles; default `rows`)."""
+        weights are read `copies` times (experts touched; 1 for a dense layer). Each GEMM is
+        `gemm_rates.blend` of its bytes at HBM x mem_efficiency (weights, fp8 or bf16 input rows,
+        bf16 output rows) and its tensor time from DeepGEMM's tables (`gemm_rates.tensor_seconds`:
+        64- or 128-row tiles and the waves they take over the SMs, at the fitted efficiency x
+        `gemm_efficiency`). `grouped`: the experts' grouped GEMM, `copies` groups of rows / copies
+        rows on average, each padded to its tiles."""
         total = 0.0 * rows
-        mult = rows if flop_rows is None else flop_rows
+        if grouped:
+            if isinstance(copies, np.ndarray):
+                groups = np.maximum(copies, 1e-12)
+            else:
+                groups = max(copies, 1e-12)
+            m = rows / groups
+        else:
+            groups, m = 1.0, rows
         for kk, nn, dtype in shapes:
             b_w = self._wbytes[dtype]
             act = 2.0 if dtype == "bf16" else 1.0
             t_mem = (copies * kk * nn * b_w + rows * (kk * act + nn * 2.0)) / self._hbm
-            t_flop = 2.0 * mult * kk * nn / self._rate(self._compute[dtype])
-            total = total + (np.maximum(t_mem, t_flop) if isinstance(t_mem, np.ndarray)
-                             or isinstance(t_flop, np.ndarray) else max(t_mem, t_flop))
+            t_c = gemm_rates.tensor_seconds(groups, m, nn, kk, self._sms,
+                                            self._gemm_peak[self._compute[dtype]], grouped)
+            total = total + gemm_rates.blend(t_c, t_mem)
         return total
 
     def _routed(self, tokens: Num) -> tuple[Num, Num]:
@@ -827,15 +840,3 @@ def _host_visible(host: Num, gpu: Num, overlapped: bool) -> Num:
     if isinstance(host, np.ndarray) or isinstance(gpu, np.ndarray):
         return np.maximum(host - gpu, 0.0)
     return max(host - gpu, 0.0)
-
-
-def moe_padded_rows(rows: Num, experts: Num, tokens: Num) -> Num:
-    """Rows the fused MoE kernel multiplies: each of the `experts` touched experts' token rows
-    padded up to the M tile (MOE_BLOCK_M; MOE_BLOCK_M_SMALL at small batches). With fewer rows
-    per expert than a tile every touched expert costs one tile; with more, on average half a
-    tile of padding each."""
-    if isinstance(tokens, np.ndarray):
-        block = np.where(tokens <= MOE_SMALL_BATCH, MOE_BLOCK_M_SMALL, MOE_BLOCK_M)
-        return np.maximum(experts * block, rows + experts * block / 2)
-    block = MOE_BLOCK_M_SMALL if tokens <= MOE_SMALL_BATCH else MOE_BLOCK_M
-    return max(experts * block, rows + experts * block / 2)

@@ -52,7 +52,7 @@ SCHEDULERS: dict[str, SchedulerRule] = {
 }
 # Efficiency factors and per-step costs that `[calibration] fit` may name.
 FITTABLE = ("mem_efficiency", "compute_efficiency", "comm_efficiency", "overhead_ms",
-            "eager_overhead_ms")
+            "eager_overhead_ms", "gemm_efficiency")
 
 _pos = at_least(1)
 _nonneg = at_least(0)
@@ -335,8 +335,12 @@ class CalibrationSpec:
     ROLE: ClassVar[str] = "model"
 
     mem_efficiency: float = option(0.7, "achieved share of HBM bandwidth", unit_interval_open_low)
-    compute_efficiency: float = option(0.5, "achieved share of tensor FLOP/s",
-                                       unit_interval_open_low)
+    compute_efficiency: float = option(0.5, "achieved share of tensor FLOP/s outside the GEMMs "
+                                       "(sparse MLA, indexer logits, LM head, linear-attention "
+                                       "mixing)", unit_interval_open_low)
+    gemm_efficiency: float = option(1.0, "multiplier on the GEMMs' tensor rate from public "
+                                    "kernel tables (mtpsim.models.gemm_rates; 1 = DeepGEMM's "
+                                    "published H800 figures)", in_range(0.05, 4.0))
     comm_efficiency: float = option(0.7, "achieved share of NVLink bandwidth",
                                     unit_interval_open_low)
     overhead_ms: float = option(1.0, "fixed host/launch cost of every engine step", _nonneg)

@@ -56,7 +56,15 @@ PARAMS: dict[str, Param] = {
         calibrated_by_file=True),
     "compute_efficiency": Param(
         "calibration.compute_efficiency", 1e-3, 1.0, "uniform(0.3, 0.7)",
-        "assumed, wide (not identifiable from the PR's row)", calibrated_by_file=True),
+        "assumed, wide (not identifiable from the PR's row); since the GEMMs have their own "
+        "rates (gemm_efficiency) it acts on the sparse MLA, indexer logits and LM head only",
+        calibrated_by_file=True),
+    "gemm_efficiency": Param(
+        "calibration.gemm_efficiency", 0.05, 4.0, "loguniform(0.75, 1.33)",
+        "public kernel tables: the GEMM model fitted to DeepGEMM's H800 table leaves a "
+        "leave-one-out RMS log error of 0.12 (largest 31 %); the same kernel timed by vLLM's "
+        "harness on H100 runs 22 % slower at large M, on H20 24-34 % faster (PRs #13917, "
+        "#49932); Blackwell and AMD unchecked (docs/prefill.md)", calibrated_by_file=True),
     "comm_efficiency": Param(
         "calibration.comm_efficiency", 1e-3, 1.0, "uniform(0.4, 0.9)",
         "assumed, wide", calibrated_by_file=True),
