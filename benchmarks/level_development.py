@@ -229,7 +229,7 @@ def dense_beside(traces: list, names: list[str], raw: list[float], clock: str) -
     return {"variants": rows, "log_corr_with_raw_level": corr, "slope_raw_on_figure": slope,
             "dense_readings_per_run": n_dense,
             "within_run_dense_log_sd_median": statistics.median(within) if within else None,
-            "start_end_log_sd": math.sqrt(statistics.fmean(x * x for x in ends) / 2) if ends else None,
+            "start_end_log_diff_rms": math.sqrt(statistics.fmean(x * x for x in ends)) if ends else None,
             "overhead_share_dense": cost["dense"] / run_s if run_s else None,
             "overhead_share_ends": cost["ends"] / run_s if run_s else None,
             "every_steps": sorted({tr.meta.level.get("every_steps") for tr in traces})}
