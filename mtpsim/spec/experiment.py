@@ -15,7 +15,7 @@ from mtpsim.inputs import MAX_NESTING, MiB, check_nesting, read_text
 from mtpsim.metrics import conditional_to_marginal, marginal_to_conditional
 from mtpsim.models.families import FAMILIES, family_of
 from mtpsim.models.families.base import DENSE_TOPK
-from mtpsim.policies import NO_MTP, POLICIES
+from mtpsim.policies import NO_MTP, POLICIES, policies_where
 from mtpsim.spec.fields import build_section
 from mtpsim.spec.sections import (
     SCHEDULERS,
@@ -47,6 +47,8 @@ SECTIONS: dict[str, type] = {
 TOP_LEVEL = ("description", "seed", "policies")
 PRESET_EXTRAS = ("uncertainty",)  # sections a model preset may give defaults for
 OVERRIDE_SOURCE = "--set"
+# The policies that reuse no top-k row: all a dense family (no indexer) can run
+NO_REUSE_POLICIES = policies_where(lambda t: t.indexer == "every" and not t.later_rows)
 MAX_SPEC_BYTES = 4 * MiB
 _BOOKKEEPING = {"role": "bookkeeping"}  # the role of the TOP_LEVEL fields (mtpsim.spec.fields.ROLES)
 
@@ -281,8 +283,11 @@ def _top(raw: Mapping[str, Any], key: str, default: Any, tp: type, source: str,
 def _policies(raw: Mapping[str, Any], built: dict[str, Any], source: str,
               overridden: Overridden) -> tuple[str, ...]:
     """The policies to compare (a list, or a comma-separated string); plain decoding (k = 0)
-    has one."""
-    policies = raw.get("policies", ["fresh", "share"])
+    has one. A dense family (no indexer) defaults to, and admits only, the policies that
+    reuse no top-k row (`fresh`): the others would have nothing to reuse."""
+    family = built["model"].family
+    dense = FAMILIES[family].dense_attention
+    policies = raw.get("policies", list(NO_REUSE_POLICIES) if dense else ["fresh", "share"])
     psrc = OVERRIDE_SOURCE if ("policies",) in overridden else source
     if isinstance(policies, str):
         policies = [p.strip() for p in policies.split(",")]
@@ -290,6 +295,10 @@ def _policies(raw: Mapping[str, Any], built: dict[str, Any], source: str,
             or any(p not in POLICIES for p in policies) or len(set(policies)) != len(policies)):
         raise SpecError(psrc, "policies", "expected a non-empty list of distinct policies from "
                         f"{', '.join(POLICIES)}, got {policies!r}")
+    if dense and (reuse := [p for p in policies if p not in NO_REUSE_POLICIES]):
+        raise SpecError(psrc, "policies", f"expected only {', '.join(NO_REUSE_POLICIES)} for "
+                        f"model.family {family!r} (dense attention: no indexer, no top-k row to "
+                        f"reuse), got {', '.join(reuse)}")
     if built["speculative"].num_speculative_tokens == 0:
         # plain decoding: no draft step, so the reuse policies are one and the same run
         policies = [NO_MTP]

@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mtpsim.errors import SpecError
+from mtpsim.models.families import FAMILIES
 from mtpsim.policies import NO_MTP, policies_where
 from mtpsim.spec import Experiment, available_presets, experiment_from_dict
-from mtpsim.spec.experiment import SECTIONS, TOP_LEVEL, read_toml
-from mtpsim.spec.sections import QUANTIZATIONS
+from mtpsim.spec.experiment import NO_REUSE_POLICIES, PRESETS_DIR, SECTIONS, TOP_LEVEL, read_toml
+from mtpsim.spec.sections import QUANTIZATIONS, ModelSpec
 from mtpsim.uncertainty.domain import Domain, extrapolation
 from mtpsim.uncertainty.draws import Z_NAMES, Draw, drawn_priors, plan, run_draw
 from mtpsim.uncertainty.intervals import Interval
@@ -152,11 +153,17 @@ def load_deployment(path: str | Path) -> Deployment:
     ks = _get(a, "k", "advise", src, list, [1, 2, 3, 4, 5],
               check=lambda v: all(isinstance(x, int) and 0 <= x <= 8 for x in v),
               expected="a non-empty list of k in 0..8")
-    pols = a.get("policies", list(VLLM_POLICIES))
+    family = _preset_family(model)
+    dense = FAMILIES[family].dense_attention
+    pols = a.get("policies", list(NO_REUSE_POLICIES if dense else VLLM_POLICIES))
     if (not isinstance(pols, list) or not pols or pols[0] != "fresh"
             or any(p not in VLLM_POLICIES for p in pols)):
         raise SpecError(src, "advise.policies", "expected a list starting with \"fresh\" of "
                         f"policies vLLM runs ({', '.join(VLLM_POLICIES)}), got {pols!r}")
+    if dense and (reuse := [p for p in pols if p not in NO_REUSE_POLICIES]):
+        raise SpecError(src, "advise.policies", f"expected only {', '.join(NO_REUSE_POLICIES)} "
+                        f"for model {model!r} (family {family!r}, dense attention: no indexer, "
+                        f"no top-k row to reuse), got {', '.join(reuse)}")
     draws = _get(a, "draws", "advise", src, int, 64, check=lambda v: 2 <= v <= MAX_DRAWS,
                  expected=f"an integer in 2..{MAX_DRAWS}")
     most = _get(a, "max_draws", "advise", src, int, max(MAX_ADVISE_DRAWS, draws),
@@ -173,6 +180,12 @@ def load_deployment(path: str | Path) -> Deployment:
     return Deployment(src, str(raw.get("description", "")), model, gpu, tp, quant, seqs,
                       tuple(contexts), tuple(float(x) for x in weights), tuple(conc), out_len,
                       temp, tuple(sorted({0, *ks})), tuple(pols), draws, seed, unc, most)
+
+
+def _preset_family(model: str) -> str:
+    """The model family a (known) model preset declares, else ModelSpec's default."""
+    family = read_toml(PRESETS_DIR / "models" / f"{model}.toml", "preset").get("family")
+    return family if family in FAMILIES else ModelSpec().family
 
 
 def _rates(k: int) -> list[float]:
