@@ -27,7 +27,8 @@ as this machine runs it and with bytecode cached, here and in DIR: a figure the 
 does not move (CPU seconds on a loaded 2-core VM grow with the load), deterministic but for
 small differences between runs (the hash seed is fixed).
 
-`--installed PYTHON` also times `PYTHON -m mtpsim simulate` where PYTHON's environment has
+`--installed PYTHON` also times `PYTHON -m mtpsim simulate` (and the `mtpsim` console script
+beside PYTHON, as a user runs it, where there is one) where PYTHON's environment has
 mtpsim installed without -e (`pip install .` compiles the bytecode as it installs, whether
 PYTHONDONTWRITEBYTECODE is set or not), from a folder that holds only the experiment files,
 beside that environment's own floor: `PYTHON -c pass` and `PYTHON -c 'import numpy'` with one
@@ -144,6 +145,10 @@ def installed_cases(pythons: list[str], tmp: Path) -> dict[str, tuple[list[str],
         cases[f"[{name}] python -c 'import numpy', one BLAS thread"] = (
             [python, "-c", "import numpy"], run, one_blas, "")
         cases[f"[{name}] mtpsim simulate {EXP}"] = (cmd, run, env, "")
+        script = Path(python).parent / "mtpsim"  # the console script pip wrote beside PYTHON
+        if script.exists():
+            cases[f"[{name}] the same, as its console script"] = (
+                [str(script), *cmd[3:]], run, env, "")
     return cases
 
 
@@ -221,10 +226,14 @@ def instruction_table(baseline: Path | None, tmp: Path, installed: list[str] | N
         name = Path(python).absolute().parents[1].name if Path(python).parent.name == "bin" else python
         counts[name, "from pip install"] = _instructions(cmd, run, {**env, "PYTHONHASHSEED": "0"},
                                                          False, tmp)
+        script = Path(python).parent / "mtpsim"
+        if script.exists():
+            counts[name, "console script"] = _instructions([str(script), *cmd[3:]], run,
+                                                           {**env, "PYTHONHASHSEED": "0"}, False, tmp)
     print(f"\ninstructions of one `mtpsim simulate {EXP}` (valgrind --tool=callgrind, PYTHONHASHSEED=0)")
     print(f"{'checkout':<16} {'bytecode':<22} {'instructions':>14} {'/ baseline':>11}")
     for (label, kind), n in counts.items():
-        base = counts.get(("baseline", "cached" if kind == "from pip install" else kind))
+        base = counts.get(("baseline", "cached" if kind in ("from pip install", "console script") else kind))
         ratio = f"{n / base:>11.3f}" if base else f"{'':>11}"
         print(f"{label:<16} {kind:<22} {n:>14,} {ratio}")
 
