@@ -33,12 +33,17 @@ def read_text(path: str | Path, error: type[UserError], what: str, max_bytes: in
     except OSError as e:
         raise error(path, None, f"expected a readable {what} ({_reason(e)})") from None
     if len(data) > max_bytes:
-        raise error(path, None, f"expected a {what} of at most {max_bytes // MiB} MiB")
+        raise error(path, None, f"expected {_a(what)} of at most {max_bytes // MiB} MiB")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise error(path, None, f"expected a UTF-8 text {what} ({e.reason} at byte {e.start})") \
             from None
+
+
+def _a(what: str) -> str:
+    """`what` with its indefinite article ("an experiment file", "a trace file")."""
+    return f"{'an' if what[:1] in 'aeiou' else 'a'} {what}"
 
 
 def check_file(path: str | Path, error: type[UserError], what: str, max_bytes: int) -> None:
@@ -58,9 +63,9 @@ def _open_regular(path: Path, error: type[UserError], what: str, max_bytes: int)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise error(path, None, f"expected a {what}, got {kind}")
+            raise error(path, None, f"expected {_a(what)}, got {kind}")
         if st.st_size > max_bytes:
-            raise error(path, None, f"expected a {what} of at most {max_bytes // MiB} MiB, "
+            raise error(path, None, f"expected {_a(what)} of at most {max_bytes // MiB} MiB, "
                         f"got {st.st_size / MiB:.0f} MiB")
     except BaseException:
         os.close(fd)

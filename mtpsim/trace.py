@@ -18,6 +18,7 @@ verified request:
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,12 +75,30 @@ class Trace:
         return {p: sum(s.phases.get(p, 0.0) for s in self.steps) for p in PHASES}
 
 
+def _refuse_one_document(text: str, source: Path) -> None:
+    """A file that is one JSON document over several lines (an mtpsim result, a vLLM bench
+    JSON) rather than JSON Lines: say what it is instead of blaming its line 1."""
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return
+    what = ("an mtpsim result; run-real writes its trace beside it as POLICY.trace.jsonl"
+            if isinstance(doc, dict) and doc.get("schema") == "mtpsim-result"
+            else "one JSON document over several lines")
+    raise TraceError(source, "line 1", "expected a trace (JSON Lines whose line 1 is a header "
+                     f"with \"format\": \"{FORMAT}\"), got {what}")
+
+
 def read_trace(path: str | Path) -> Trace:
     """Read and validate a trace; any problem -> TraceError naming the file and line."""
     source = Path(path)
-    lines = read_text(source, TraceError, "trace file", MAX_TRACE_BYTES).splitlines()
-    objs = [(n, loads_json(line, source, TraceError, f"line {n}"))
-            for n, line in enumerate(lines, 1) if line.strip()]
+    text = read_text(source, TraceError, "trace file", MAX_TRACE_BYTES)
+    try:
+        objs = [(n, loads_json(line, source, TraceError, f"line {n}"))
+                for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    except TraceError:
+        _refuse_one_document(text, source)
+        raise
     if not objs or not isinstance(objs[0][1], dict) or objs[0][1].get("format") != FORMAT:
         raise TraceError(source, "line 1", f"expected a header with \"format\": \"{FORMAT}\"")
     head = objs[0][1]

@@ -145,6 +145,10 @@ def load_experiment(path: str | Path, overrides: Sequence[str] = ()) -> Experime
     """Read, merge and validate an experiment; any problem is a SpecError naming file and key."""
     path = Path(path)
     raw = read_toml(path, "experiment file")
+    if not raw and not overrides:  # all defaults would fail on a confusing later field
+        raise SpecError(path, None, "expected an experiment (sections "
+                        f"{', '.join(SECTIONS)}), got a file that sets nothing; experiments/pr47352.toml "
+                        "is an example")
     return experiment_from_dict(raw, source=str(path), overrides=overrides)
 
 
@@ -226,7 +230,8 @@ def _build_sections(raw: dict[str, Any], source: str, overridden: Overridden) ->
     for section, cls in SECTIONS.items():
         table = raw.get(section, {})
         if not isinstance(table, dict):
-            raise SpecError(source, section, "expected a table ([section])")
+            raise SpecError(OVERRIDE_SOURCE if (section,) in overridden else source, section,
+                            "expected a table ([section])")
         preset_file, preset_keys = None, set()
         if section in model_extras and model_file is not None:
             extra = model_extras[section]

@@ -1,0 +1,69 @@
+"""Mistakes a new user makes in the first hour, each found by walking the README, ending in
+one line that says what the file is and what was expected (exit 2, no traceback): an empty
+experiment file (it used to blame engine.tp for the default model's weights), a result file
+handed to --trace (it used to blame line 1's JSON), `--set engine=3` (it used to blame the
+experiment file), and "expected a experiment file"."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PR = "experiments/pr47352.toml"
+
+
+def _one_line(args: list[str]) -> str:
+    r = subprocess.run([sys.executable, "-m", "mtpsim", *args], capture_output=True, text=True,
+                       cwd=ROOT, timeout=120)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n\n"])
+@pytest.mark.parametrize("command", [["simulate", "-j", "1"], ["calibrate"],
+                                     ["sweep", "-j", "1"]])
+def test_an_experiment_file_that_sets_nothing_says_so(tmp_path, text, command):
+    f = tmp_path / "exp.toml"
+    f.write_text(text)
+    line = _one_line([command[0], str(f), *command[1:]])
+    assert f"{f}: expected an experiment (sections model," in line, line
+    assert "got a file that sets nothing" in line and "engine.tp" not in line, line
+
+
+def test_an_empty_file_with_set_overrides_is_still_an_experiment(tmp_path):
+    from mtpsim.spec.experiment import load_experiment
+
+    f = tmp_path / "exp.toml"
+    f.write_text("")
+    assert load_experiment(f, ["engine.tp=8"]).engine.tp == 8
+
+
+def test_a_result_given_as_a_trace_is_named_as_a_result(tmp_path):
+    out = tmp_path / "sim"
+    r = subprocess.run([sys.executable, "-m", "mtpsim", "simulate", PR, "--out", str(out), "-j", "1"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    line = _one_line(["simulate", PR, "--trace", str(out / "fresh.json")])
+    assert f"{out / 'fresh.json'}: line 1: expected a trace (JSON Lines" in line, line
+    assert "got an mtpsim result" in line and ".trace.jsonl" in line, line
+
+
+def test_a_pretty_printed_json_given_as_a_trace_is_named_one_document(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text('{\n  "format": "mtpsim-trace"\n}\n')
+    line = _one_line(["simulate", PR, "--trace", str(f)])
+    assert "got one JSON document over several lines" in line, line
+
+
+def test_a_section_set_to_a_value_blames_the_set_flag():
+    line = _one_line(["simulate", PR, "--set", "engine=3"])
+    assert line == "error: --set: engine: expected a table ([section])", line
+
+
+def test_a_folder_as_the_experiment_reads_as_english(tmp_path):
+    line = _one_line(["simulate", str(tmp_path)])
+    assert line.endswith(": expected an experiment file, got a folder"), line
