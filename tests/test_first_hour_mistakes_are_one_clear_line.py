@@ -67,3 +67,27 @@ def test_a_section_set_to_a_value_blames_the_set_flag():
 def test_a_folder_as_the_experiment_reads_as_english(tmp_path):
     line = _one_line(["simulate", str(tmp_path)])
     assert line.endswith(": expected an experiment file, got a folder"), line
+
+
+def _simulated(tmp_path: Path, folder: str) -> Path:
+    out = tmp_path / folder
+    r = subprocess.run([sys.executable, "-m", "mtpsim", "simulate", PR, "--out", str(out), "-j", "1"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_compare_reads_a_folder_whose_name_holds_an_equals_sign(tmp_path):
+    out = _simulated(tmp_path, "k=3")  # was read as POLICY "…/k" = PATH "3": "3: result file not found"
+    r = subprocess.run([sys.executable, "-m", "mtpsim", "compare", str(out), "--json"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    line = _one_line(["compare", str(tmp_path / "k=4")])
+    assert line == f"error: {tmp_path / 'k=4'}: result file not found", line
+
+
+def test_compare_refuses_a_label_that_is_not_a_policy(tmp_path):
+    out = _simulated(tmp_path, "sim")  # was accepted, then "nothing to compare"
+    line = _one_line(["compare", f"bogus={out / 'fresh.json'}", f"share={out / 'share.json'}"])
+    assert line.startswith("error: inputs: bogus="), line
+    assert "expected [POLICY=]PATH with POLICY one of fresh, share" in line, line

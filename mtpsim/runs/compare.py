@@ -70,13 +70,19 @@ def check_flags(baseline: str, num_boot: int, seed: int) -> None:
 
 def load_inputs(inputs: list[str]) -> list[Result]:
     """`[POLICY=]PATH` where PATH is a result file or a folder of `*.json` results."""
+    from mtpsim.policies import NO_MTP, POLICIES
     from mtpsim.result import load_result
 
+    labels = (*POLICIES, NO_MTP)
     out: list[Result] = []
     for item in inputs:
         label, sep, raw = item.partition("=")
-        if not sep:
+        if not sep or (label not in labels and ("/" in label or Path(item).exists())):
+            # a path holding "=" (a folder named k=3)
             label, raw = "", item
+        elif label not in labels:
+            raise UserError(None, "inputs", f"{item}: expected [POLICY=]PATH with POLICY one of "
+                            f"{', '.join(labels)}, got {label!r}")
         path = Path(raw)
         files = sorted(path.glob("*.json")) if path.is_dir() else [path]
         if path.is_dir() and not files:
