@@ -90,6 +90,18 @@ def output_dir(path: str | Path, option: str) -> Path:
     return path
 
 
+def future_dir(path: str | Path, option: str) -> Path:
+    """Check, before any work and without creating it, that a folder written only on some
+    outcome (advise's --point-dir) could be: its nearest existing ancestor is a writable folder."""
+    path = Path(path)
+    there = next((p for p in (path, *path.parents) if p.exists()), Path("."))
+    if not there.is_dir():
+        raise UserError(option, str(path), f"expected a folder to write into ({there} is a file)")
+    if not os.access(there, os.W_OK | os.X_OK):
+        raise UserError(option, str(path), "expected a folder to write into (permission denied)")
+    return path
+
+
 def output_file(path: str | Path, option: str) -> Path:
     """Check, before any work, that the file a flag (`option`) names can be written: its folder
     is created and writable, and the path itself is not a folder or another non-file."""

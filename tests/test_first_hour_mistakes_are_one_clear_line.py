@@ -91,3 +91,23 @@ def test_compare_refuses_a_label_that_is_not_a_policy(tmp_path):
     line = _one_line(["compare", f"bogus={out / 'fresh.json'}", f"share={out / 'share.json'}"])
     assert line.startswith("error: inputs: bogus="), line
     assert "expected [POLICY=]PATH with POLICY one of fresh, share" in line, line
+
+
+@pytest.mark.parametrize("below", ["", "sub/x"])
+def test_advise_checks_its_point_dir_before_any_draw(tmp_path, below):
+    """A file where --point-dir's folder would go: refused before the simulations (it was
+    refused after them, on the first 'cannot tell', and the printed advice was lost)."""
+    blocker = tmp_path / "taken"
+    blocker.write_text("")
+    target = blocker / below if below else blocker
+    line = _one_line(["advise", "experiments/advise-deepseek-v3.2-b200.toml", "--draws", "16",
+                      "--max-draws", "16", "-j", "1", "--point-dir", str(target)])
+    assert line == (f"error: --point-dir: {target}: expected a folder to write into "
+                    f"({blocker} is a file)"), line
+
+
+def test_advise_does_not_create_its_point_dir_up_front(tmp_path):
+    from mtpsim.fileio import future_dir
+
+    assert future_dir(tmp_path / "a" / "b", "--point-dir") == tmp_path / "a" / "b"
+    assert not (tmp_path / "a").exists()

@@ -52,7 +52,7 @@ def advise(
     most 0.1 points, or --max-draws; the MC SE and effective draws print beside share vs fresh.
     Example: [cyan]mtpsim advise experiments/advise-deepseek-v3.2-b200.toml[/cyan]
     """
-    from mtpsim.fileio import output_dir
+    from mtpsim.fileio import future_dir, output_dir
     from mtpsim.report import advise as report
     from mtpsim.runs import advise as runs
     from mtpsim.runs.executor import default_workers
@@ -64,6 +64,7 @@ def advise(
     dep = runs.load(deployment, draws, max_draws)
     if plot is not None:
         output_dir(plot, "--plot")
+    future_dir(point_dir, "--point-dir")  # written only on a 'cannot tell': checked, not made
     with report.cells_bar(err_console, enabled=not as_json and err_console.is_terminal) as bar:
         run = runs.advise(dep, jobs or default_workers(), point_dir, progress=bar)
     verdict = report.lines(run)

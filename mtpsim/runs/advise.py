@@ -105,7 +105,7 @@ def write_point(dep: Any, doubt: dict, folder: Path) -> Path:
     cal = d.get("calibration", {})
     for key in ("measured", "measured_source", "fit_metrics", "fit_policy", "fit"):
         cal.pop(key, None)
-    output_dir(folder, "advise point file")
+    output_dir(folder, "--point-dir")
     path = folder / f"{Path(dep.source).stem}-k{doubt['k']}-ctx{doubt['context']}.toml"
     atomic_write_text(path, experiment_toml(d, f"mtpsim advise {dep.source}: the cell whose "
                                             f"measurement would decide k={doubt['k']}, "
