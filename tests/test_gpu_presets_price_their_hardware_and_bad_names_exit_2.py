@@ -68,7 +68,12 @@ def test_mxfp4_is_weight_only_without_mx_tensor_cores():
     fast = CostModel(_exp("h200", "mxfp4", mxfp4_tflops=1979.0), "fresh")
     slow = CostModel(_exp("h200", "mxfp4"), "fresh")
     args = (4096, 0, 0, 58, 0)
-    assert slow._gemms(*args) > 1.5 * fast._gemms(*args)
+    # half the tensor rate, but not twice the time: the GEMMs' streaming time (bf16 rows, 4-bit
+    # weights) is shared in gemm_rates' ridge blend, so the ratio is ~1.5 here and < 1.6 even at
+    # 32k tokens; 1.3 tells the BF16 rate from the MX rate
+    assert slow._gemms(*args) > 1.3 * fast._gemms(*args)
+    big = (32768, 0, 0, 58, 0)
+    assert slow._gemms(*big) / fast._gemms(*big) > slow._gemms(*args) / fast._gemms(*args)
     # and its weights are smaller than fp8's, larger than nothing
     fp8 = CostModel(_exp("h200", "fp8"), "fresh").weight_bytes_per_gpu()
     assert 0.5 * fp8 < slow.weight_bytes_per_gpu() < fp8
