@@ -15,13 +15,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# measurement -> the parameters it pins
+# measurement -> the parameters it pins (every prior in mtpsim.uncertainty.priors.PARAMS is in
+# one group: a drawn prior outside every group would count toward no measurement)
 GROUPS: dict[str, tuple[str, ...]] = {
     "acceptance trace": ("critical_entries", "overlap_agreement", "overlap_step_exponent",
-                         "target_agreement", "request_sigma", "critical_step_exponent"),
+                         "target_agreement", "request_sigma", "critical_step_exponent",
+                         "critical_lk_exponent", "acceptance_scale"),
     "draft-step phase timing": ("indexer_cost", "kernel_floor_us"),
-    "sharing-off row": ("mem_efficiency", "compute_efficiency", "comm_efficiency",
-                        "overhead_ms", "eager_overhead_ms", "moe_imbalance"),
+    "sharing-off row": ("mem_efficiency", "compute_efficiency", "gemm_efficiency",
+                        "comm_efficiency", "overhead_ms", "eager_overhead_ms", "moe_imbalance",
+                        "host_us_per_request", "frontend_ms_per_request",
+                        "frontend_us_per_chunk", "sort_sampler_cost"),
     "real run at this configuration": ("z_time", "z_time_policy", "z_accept", "z_accept_policy",
                                        "calibration refit", "workload shift"),
 }
