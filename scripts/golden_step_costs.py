@@ -30,6 +30,12 @@ VARIANTS: dict[str, list[str]] = {
                          'model.quantization="fp8"', 'hardware.preset="h200"', "engine.tp=8",
                          "workload.input_len=2048"],
 }
+# every GPU preset on pr47352's setup in fp8 at TP8 (nvfp4 needs FP4 tensor cores): pins what
+# each preset's figures (bandwidth, tensor rates, SMs, topology) give a step
+VARIANTS.update({f"pr47352-{gpu}-fp8": [f'hardware.preset="{gpu}"', 'model.quantization="fp8"',
+                                         "engine.tp=8"]
+                 for gpu in ("h100", "h20", "h200", "b200", "b300", "gb200", "gb300", "mi300x",
+                             "mi355x")})
 POLICIES = ("fresh", "share", "share_recent", "target_share")
 
 
