@@ -70,11 +70,8 @@ def load(path: Path | None = None, device: str | torch.device = "cpu",
     from safetensors.torch import load_file
 
     path = Path(path) if path is not None else BUILTIN
-    config = read_meta(path).get("config")
-    if not isinstance(config, dict):
-        raise SpecError(sidecar(path), "config", "expected an object of model settings")
     try:
-        model = Transformer(ModelArgs(**config))
+        model = Transformer(_args(path))
     except (TypeError, ValueError, RuntimeError) as e:
         raise SpecError(sidecar(path), "config", f"expected the model settings ({e})") from None
     check_file(path, SpecError, "weights file", MAX_WEIGHTS_BYTES)
@@ -82,9 +79,38 @@ def load(path: Path | None = None, device: str | torch.device = "cpu",
         state = load_file(str(path))
         model.load_state_dict({k: v.to(torch.float32) for k, v in state.items()})
     except Exception as e:  # safetensors raises its own error type; torch a RuntimeError
-        raise SpecError(path, None, "expected safetensors weights matching the config "
-                        f"({type(e).__name__}: {str(e)[:160]})") from None
+        raise _mismatch(path, f"{type(e).__name__}: {str(e)[:160]}") from None
     return model.to(device=device, dtype=dtype).eval()
+
+
+def check(path: Path) -> None:
+    """What `load` refuses that can be found before a run starts, without building the model
+    or reading the tensors: a sidecar whose config is not model settings, and a file whose
+    safetensors header does not read (a weights file that reads but does not match its config
+    is refused by `load`, one line too)."""
+    from safetensors import safe_open
+
+    _args(path)
+    check_file(path, SpecError, "weights file", MAX_WEIGHTS_BYTES)
+    try:
+        with safe_open(str(path), "pt") as f:
+            f.keys()
+    except Exception as e:  # safetensors raises its own error type on a damaged header
+        raise _mismatch(path, f"{type(e).__name__}: {str(e)[:160]}") from None
+
+
+def _args(path: Path) -> ModelArgs:
+    config = read_meta(path).get("config")
+    if not isinstance(config, dict):
+        raise SpecError(sidecar(path), "config", "expected an object of model settings")
+    try:
+        return ModelArgs(**config)
+    except (TypeError, ValueError) as e:
+        raise SpecError(sidecar(path), "config", f"expected the model settings ({e})") from None
+
+
+def _mismatch(path: Path, why: str) -> SpecError:
+    return SpecError(path, None, f"expected safetensors weights matching the config ({why})")
 
 
 def read_meta(path: Path | None = None) -> dict[str, Any]:

@@ -68,16 +68,18 @@ def _json_default(dotted: str) -> Any:
 
 
 def weights_sha_of(exp: Experiment) -> str | None:
-    """The content hash of the reference weights the run will load (a bad path: one line);
-    None for the server's seeded random-init test model, which has no file (its name and the
-    seed, both in the spec, say what it is)."""
+    """The content hash of the reference weights the run will load (a bad path, a damaged
+    sidecar or file: one line, before any run starts); None for the server's seeded random-init
+    test model, which has no file (its name and the seed, both in the spec, say what it is)."""
     from mtpsim.engine.runner import weights_path
-    from mtpsim.engine.weights import fingerprint
+    from mtpsim.engine.weights import check, fingerprint
     from mtpsim.serve_reference.server import TINY_RANDOM
 
     if exp.reference.weights == TINY_RANDOM:
         return None
-    return fingerprint(weights_path(exp))
+    path = weights_path(exp)
+    check(path)
+    return fingerprint(path)
 
 
 def finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool,

@@ -16,7 +16,11 @@ if TYPE_CHECKING:
 
 @contextlib.contextmanager
 def policy_bars(console: StdConsole, engine: str) -> Iterator[Start]:
-    """A transient bar on stderr per policy round, labelled with the engine."""
+    """A transient bar on stderr per policy round, labelled with the engine; none when stderr
+    is not a terminal (rich would end a bar there with a blank line, before any error line)."""
+    if not console.is_terminal:
+        yield lambda name, label, total: lambda done, n: None
+        return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
