@@ -8,6 +8,7 @@ A plain vLLM `--save-result` JSON reads as a Result with mode "vllm-bench" and n
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -134,5 +135,40 @@ def load_result(path: str | Path) -> Result:
     """Read an mtpsim result or a `vllm bench serve --save-result` JSON; bad input -> ResultError."""
     path = Path(path)
     text = read_text(path, ResultError, "result file", MAX_RESULT_BYTES)
-    return Result.from_json(loads_json(text, path, ResultError), source=path)
+    try:
+        obj = loads_json(text, path, ResultError)
+    except ResultError:
+        _refuse_other_kind(text, path)
+        raise
+    return Result.from_json(obj, source=path)
+
+
+def _refuse_other_kind(text: str, path: Path) -> None:
+    """A file that is not JSON but one of mtpsim's other inputs (an experiment or advise
+    deployment TOML, a trace's JSON Lines): say what it is and what to run, rather than
+    blaming its line 1's JSON."""
+    import tomllib
+
+    expected = ("expected a result JSON (what mtpsim simulate or run-real writes as "
+                "DIR/POLICY.json, or vllm bench serve --save-result)")
+    first = text.lstrip().partition("\n")[0]
+    try:
+        head = json.loads(first)
+    except (ValueError, RecursionError):
+        head = None
+    if isinstance(head, dict) and head.get("format") == "mtpsim-trace":
+        raise ResultError(path, None, f"{expected}, got an mtpsim trace (JSON Lines): its result "
+                          "is the POLICY.json beside it") from None
+    try:
+        doc = tomllib.loads(text)
+    except (ValueError, RecursionError):
+        return
+    if not doc:
+        return
+    if "deployment" in doc:
+        raise ResultError(path, None, f"{expected}, got a deployment file for mtpsim advise "
+                          f"(TOML): run it with mtpsim advise {path}") from None
+    out = f"runs/{path.stem}"
+    raise ResultError(path, None, f"{expected}, got an experiment spec (TOML): run it first, e.g. "
+                      f"mtpsim simulate {path} --out {out}, then mtpsim compare {out}") from None
 
