@@ -20,10 +20,11 @@ result; LOO its leave-one-out errors on that table.
 
 Transfer (assumed, stated in docs/prefill.md): H100 / H200 / H20 keep Hopper's tiles and e_c
 (H200: same SMs and clocks as the H800, more bandwidth; the H20 check table runs ~25 % faster
-than this predicts at large M); Blackwell (B200 / B300 / GB200 / GB300: 148 SMs assumed) and
-AMD (CUs as SMs) keep the same tile model and efficiencies at their own peaks, which no public
-table with shapes was found to check. `calibration.gemm_efficiency` multiplies the compute rate
-around this model; its prior's width covers the residual and the transfer.
+than this predicts at large M); Blackwell and AMD (CUs as SMs) keep the same tile model and
+efficiencies at their own peaks, which no public table with shapes was found to check. The SM
+count is the hardware's (`hardware.sms`, set by each GPU preset; sources in docs/hardware.md).
+`calibration.gemm_efficiency` multiplies the compute rate around this model; its prior's width
+covers the residual and the transfer.
 """
 
 from __future__ import annotations
@@ -45,21 +46,10 @@ FIT = (0.70976, 0.57921, 1.0, 1.39554, 2.41e-06)
 # |err|, RMS of log(predicted / measured); in-sample: median 4.9 %, largest 23.8 %.
 LOO = {"median_abs": 0.056, "max_abs": 0.314, "rms_log": 0.120}
 
-# SMs (CUs on AMD) per GPU by preset name; the tile model's wave quantisation needs them.
-# Hopper: 132 (H100 / H200 / H800 SXM), H20 78; Blackwell B200 / GB200 148 (B300 / GB300
-# assumed the same); MI300X 304 CUs, MI355X 256 CUs. Unknown names get 132.
-SMS = {"H100": 132, "H200": 132, "H800": 132, "H20": 78, "B200": 148, "GB200": 148,
-       "B300": 148, "GB300": 148, "MI300X": 304, "MI355X": 256}
-DEFAULT_SMS = 132
 # largest m-tile count looked up exactly; above it waves are taken as fractional (the last
 # wave's idle SMs are < 1 % of the time there)
 _TABLE_TILES = 8192
 _TABLE_ROWS = 65536  # rows of one GEMM looked up exactly (`_row_units`)
-
-
-def sms_of(gpu_name: str) -> int:
-    """SM count of a GPU preset (DEFAULT_SMS when the name is not in SMS)."""
-    return SMS.get(gpu_name.upper(), DEFAULT_SMS)
 
 
 def _check(groups, m, n, k) -> None:

@@ -227,7 +227,7 @@ class CostModel:
         object.__setattr__(self, "_attn_rate", sparse_mla_rate(self.exp, self._rates["bf16"]))
         object.__setattr__(self, "_full", (full_width_rows(self.exp, False),
                                            full_width_rows(self.exp, True)))
-        object.__setattr__(self, "_sms", gemm_rates.sms_of(hw.name))
+        object.__setattr__(self, "_sms", hw.sms)
         object.__setattr__(self, "_gemm_peak", {d: peak * 1e12 * c.gemm_efficiency
                                                 for d, peak in peaks.items()})
 

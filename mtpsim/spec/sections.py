@@ -125,6 +125,8 @@ class HardwareSpec:
     fp4_tflops: float = option(0.0, "dense NVFP4 tensor TFLOP/s (0 = none)", _nonneg)
     mxfp4_tflops: float = option(0.0, "dense MXFP4 tensor TFLOP/s (0 = none: MXFP4 weights are "
                                  "dequantized and multiplied in bf16)", _nonneg)
+    sms: int = option(132, "streaming multiprocessors (compute units on AMD) the GEMM model's "
+                      "tiles spread over (mtpsim.models.gemm_rates)", _pos)
     nvlink_gbps: float = option(0.0, "scale-up bandwidth per GPU (NVLink or Infinity Fabric, "
                                 "all links, both directions), GB/s", greater_than(0))
     links: int = option(0, "scale-up links per GPU (0 = not stated)", _nonneg)
