@@ -57,12 +57,12 @@ def advise(
     from mtpsim.runs import advise as runs
     from mtpsim.runs.executor import default_workers
 
+    dep = runs.load(deployment, draws, max_draws)
     if plot is not None:
         from mtpsim.extras import require
 
+        runs.check_plot(dep, deployment)
         require("--plot", "plots")
-    dep = runs.load(deployment, draws, max_draws)
-    if plot is not None:
         output_dir(plot, "--plot")
     future_dir(point_dir, "--point-dir")  # written only on a 'cannot tell': checked, not made
     with report.cells_bar(err_console, enabled=not as_json and err_console.is_terminal) as bar:

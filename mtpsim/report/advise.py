@@ -41,7 +41,7 @@ def cells_bar(console: StdConsole, enabled: bool) -> Iterator[Callable[[int, int
 def lines(run: AdviseRun) -> list[str]:
     """Every line printed under the table: the verdict, the Monte Carlo line, the legend."""
     return (verdict_lines(run.advice, run.prob, run.doubt) + [mc_line(run.advice, run.rows)]
-            + legend(run.advice, run.prob))
+            + legend(run.advice, run.prob, share=has_share(run.rows)))
 
 
 def advise_json(deployment: Path, run: AdviseRun, said: list[str]) -> dict[str, Any]:
@@ -65,7 +65,9 @@ def print_advice(console: StdConsole, run: AdviseRun, said: list[str],
     verdict), the lines under it, and with `plot` the gain plot written there."""
     from mtpsim.report.fit import print_lines, print_table
 
-    print_table(console, advise_table(run.advice, run.rows, run.prob), keep=2, group=(1, 1, 2, 1, 4))
+    share = has_share(run.rows)  # a deployment of fresh alone has no share vs fresh columns
+    print_table(console, advise_table(run.advice, run.rows, run.prob), keep=2,
+                group=(1, 1, 2, 1, 4) if share else (1, 1, 2, 1))
     print_lines(console, said)
     if plot is not None:
         from mtpsim.report.plots import gain_plot
@@ -74,16 +76,23 @@ def print_advice(console: StdConsole, run: AdviseRun, said: list[str],
                       highlight=False)
 
 
+def has_share(rows: list[dict]) -> bool:
+    """Whether any row compares share with fresh at its k (not for a deployment of fresh alone)."""
+    return any(r.get("vs_fresh_same_k") is not None for r in rows)
+
+
 def advise_table(adv: Any, rows: list[dict], prob: float) -> Table:
-    """Per k and policy: throughput and TPOT with intervals, the gains and the same-k verdict."""
+    """Per k and policy: throughput and TPOT with intervals, the gains and, where share runs,
+    the same-k verdict."""
     d = adv.dep
+    share = has_share(rows)
     t = Table(title=f"{d.description or d.source}: mix of contexts {list(d.contexts)} "
               f"(weights {list(d.weights)}), concurrency {list(d.concurrency)}; median "
               f"[{round(100 * prob)} % interval] over {adv.n_draws:,} draws", title_justify="left",
               box=box.SIMPLE_HEAD)
     for col in ("k", "policy", "output tok/s", "median TPOT ms", "gain vs best fresh",
-                "P(gain>0)", "gain vs no MTP", "share vs fresh, same k", "MC SE (eff.)", "P(>+R)",
-                "verdict"):
+                "P(gain>0)", "gain vs no MTP",
+                *(("share vs fresh, same k", "MC SE (eff.)", "P(>+R)", "verdict") if share else ())):
         t.add_column(col, justify="left" if col in ("policy", "verdict") else "right")
     for r in rows:
         thr, tpot, g = r["output_throughput"], r["median_tpot_ms"], r["gain_pct"]
@@ -94,12 +103,16 @@ def advise_table(adv: Any, rows: list[dict], prob: float) -> Table:
                     if (r["k"], r["policy"]) != (adv.best_fresh(), "fresh") else ("baseline", "")),
                   delta_interval(r["gain_vs_no_mtp_pct"]) if "gain_vs_no_mtp_pct" in r else (
                       "baseline" if r["k"] == 0 else ""),
-                  "" if same is None else delta_interval(same),
-                  "" if same is None else se_text(same),
-                  "" if same is None or r["k"] == 1 else f"{same.p_above:.2f}",
-                  "" if same is None else verdict(same, "share", "fresh", "output_throughput", r["k"],
-                                                   mc_margin=True))
+                  *(_same_k(same, r["k"]) if share else ()))
     return t
+
+
+def _same_k(same: Any, k: int) -> tuple[str, str, str, str]:
+    """share vs fresh at one k: the interval, its MC SE, P(>+R) and the verdict ('' for fresh)."""
+    if same is None:
+        return "", "", "", ""
+    return (delta_interval(same), se_text(same), "" if k == 1 else f"{same.p_above:.2f}",
+            verdict(same, "share", "fresh", "output_throughput", k, mc_margin=True))
 
 
 def se_text(iv: Any) -> str:
@@ -228,21 +241,21 @@ def verdict_lines(adv: Any, prob: float, doubt: dict | None) -> list[str]:
     return out
 
 
-def legend(adv: Any, prob: float) -> list[str]:
-    """What each number printed above means."""
+def legend(adv: Any, prob: float, share: bool = True) -> list[str]:
+    """What each number printed above means (the share vs fresh columns' only where printed)."""
     from mtpsim.uncertainty.intervals import region
 
     pct = round(100 * prob)
+    same_k = ("P(>+R) = share of draws where share beats fresh by more than the region of "
+              f"practical equivalence R = {region('output_throughput'):g} %; MC SE (eff.) = the "
+              "Monte Carlo SE of the interval's ends in points (the larger) and the independent "
+              "draws that would give it; ") if share else ""
     return [f"how to read: the figures in brackets are the {pct} % interval over the "
             f"{adv.n_draws:,} parameter draws, the figure before them their median; gain = % "
             "output throughput over the best fresh k (gain vs no MTP: over plain decoding, k=0); "
-            "P(gain>0) = share of draws where it is positive; P(>+R) = share of draws where share "
-            "beats fresh by more than the region of practical equivalence R = "
-            f"{region('output_throughput'):g} %; MC SE (eff.) = the Monte Carlo SE of the "
-            "interval's ends in points (the larger) and the independent draws that would give "
-            "it; an EXTRAPOLATED note's (n) is how far a cell "
-            "lies outside the PR's measured setup, in octaves (doublings or halvings) of k, "
-            "context, top-k and batch, plus half-units of temperature"]
+            f"P(gain>0) = share of draws where it is positive; {same_k}an EXTRAPOLATED note's (n) "
+            "is how far a cell lies outside the PR's measured setup, in octaves (doublings or "
+            "halvings) of k, context, top-k and batch, plus half-units of temperature"]
 
 
 def _level(adv: Any, k: int, policy: str, prob: float) -> str:

@@ -24,6 +24,15 @@ class AdviseRun:
     doubt: dict | None  # no robust choice: why, and the measurement (point file, command)
 
 
+def check_plot(dep: Any, deployment: Path) -> None:
+    """--plot draws share vs fresh per k: refused before any draw when share does not run."""
+    if "share" not in dep.policies:
+        from mtpsim.errors import UserError
+
+        raise UserError(None, "--plot", f"draws share vs fresh, but {deployment}'s [advise] "
+                        f"policies are {', '.join(dep.policies)} alone: add share there or drop --plot")
+
+
 def load(deployment: Path, draws: int | None = None, max_draws: int | None = None) -> Any:
     """The deployment file, validated; `draws` and `max_draws` in place of its [advise] ones.
     A --draws without --max-draws is a fixed budget: that many draws, one stage."""
