@@ -60,6 +60,14 @@ SORT_SAMPLER_VERSIONS = (*SERIAL_HOST_VERSIONS, "0.14.1")
 FULL_WIDTH_VERSIONS = {"vllm": ("0.13.0", "nightly (Dec 2025)", "0.14.1",
                                 "main (Feb 2026, before PR #33680)"),
                        "sglang": ("0.5.6.post2",)}
+# vLLM versions before PR #47327 (opened 2026-07-01: "Adds a fast path when all prefills in a batch
+# have seq_len <= topk, routing to dense MHA instead of sparse MQA"): every prompt row went through
+# the sparse MLA kernel. SGLang is not listed: its NSA backend runs prefills of up to 2,048 tokens
+# as FlashAttention varlen MHA on H200 since PR #11892 (2025-10-21; documented by PR #12868,
+# 2025-11-08: "the NSA backend uses standard MHA automatically"), before 0.5.6.post2. The PR #47352
+# rows' main (July 2026) is not listed either: their 10,240-token prompts never end within top-k.
+MQA_PREFILL_VERSIONS = {"vllm": ("0.13.0", "nightly (Dec 2025)", "0.14.1",
+                                 "main (Feb 2026, before PR #33680)")}
 # DeepSeek-V3.2's model card recommends temperature 1.0 and top_p 0.95 for local deployment; vLLM
 # serves the checkpoint's generation config as the default, assumed to carry them
 DEEPSEEK_TOP_P = 0.95
@@ -119,6 +127,9 @@ def experiment_text(row: dict) -> str:
           if row["engine"] == "vllm" and row["tp"] > 1 and not mla else []),
         *(["sparse_topk_length = false  # full top-k width per row before vLLM PR #36616 / SGLang PR #31128"]
           if row["engine_version"] in FULL_WIDTH_VERSIONS.get(row["engine"], ()) and not mla
+          else []),
+        *(["dense_short_prefill = false  # sparse MQA for every prompt row before vLLM PR #47327"]
+          if row["engine_version"] in MQA_PREFILL_VERSIONS.get(row["engine"], ()) and not mla
           else []),
         *(["api_server_count = 1  # vLLM's default before PR #32525"]
           if row["dp"] > 1 and row["engine_version"] in ONE_API_SERVER_VERSIONS else []),

@@ -17,9 +17,10 @@ SHORT = "sparse MLA attention"
 
 
 def experiment(gpu: str = "h200", topk_length: bool = True, kv: str = "auto", tp: int = 8):
+    """Prompt rows through the sparse kernel (dense_short_prefill off: vLLM before PR #47327)."""
     return experiment_from_dict({"hardware": {"preset": gpu}, "engine": {
         "tp": tp, "cudagraph_mode": "full_and_piecewise", "sparse_topk_length": topk_length,
-        "kv_cache_dtype": kv}, "speculative": {"num_speculative_tokens": 0}})
+        "kv_cache_dtype": kv, "dense_short_prefill": False}, "speculative": {"num_speculative_tokens": 0}})
 
 
 def decode_ms(exp, context: float, batch: int = 512) -> float:
@@ -71,4 +72,4 @@ def test_real_vllm_refuses_what_only_older_vllm_did():
 
     with pytest.raises(UserError, match="engine.sparse_topk_length"):
         Vllm().refuse(experiment(topk_length=False), ["fresh"])
-    Vllm().refuse(experiment(), ["fresh"])
+    Vllm().refuse(experiment_from_dict({"hardware": {"preset": "h200"}}), ["fresh"])

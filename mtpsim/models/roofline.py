@@ -201,6 +201,7 @@ class CostModel:
     _full: tuple = field(init=False, repr=False, compare=False)  # (decode, prompt) rows full width
     _sms: int = field(init=False, repr=False, compare=False)  # SMs, for the GEMMs' waves
     _gemm_peak: dict = field(init=False, repr=False, compare=False)  # dtype -> FLOP/s x gemm_eff.
+    _short: tuple = field(init=False, repr=False, compare=False)  # (dense MHA, indexer skipped)
 
     def __post_init__(self) -> None:
         hw, c = self.exp.hardware, self.exp.calibration
@@ -230,6 +231,9 @@ class CostModel:
         object.__setattr__(self, "_sms", hw.sms)
         object.__setattr__(self, "_gemm_peak", {d: peak * 1e12 * c.gemm_efficiency
                                                 for d, peak in peaks.items()})
+        dense_short = self.exp.engine.dense_short_prefill and not _dense(m)
+        object.__setattr__(self, "_short", (dense_short, dense_short and hw.architecture in (
+            "hopper", "blackwell")))
 
     # ---- derived constants -------------------------------------------------------------------
     def _params(self) -> dict[str, float]:
@@ -473,6 +477,48 @@ class CostModel:
         return self._roof(nbytes, flops / self._attn_rate,
                           n_layers * KERNELS["attention"]) * (keys > 0)
 
+    def _short_steps(self, keys: Num, pairs: Num) -> Num:
+        """Steps whose prompt chunks all end within top-k (1.0, else 0.0): each prompt row then
+        sees min(position + 1, top-k) = position + 1 keys, so the rows' keys sum to their
+        query-key pairs. vLLM 0.33.0 runs such a step's prompts as dense MHA
+        (`_use_dense_mha_prefill`, model_executor/layers/attention/sparse_mla_attention.py
+        ~line 136: every prefill's seq_len <= index_topk; vLLM PR #47327). 0 when
+        `engine.dense_short_prefill` is off or the family is dense MLA."""
+        if not self._short[0]:
+            return 0.0 * keys
+        short = (pairs <= keys * (1 + 1e-12)) & (keys > 0)
+        return short.astype(float) if isinstance(short, np.ndarray) else float(short)
+
+    def _prompt_attention(self, n_layers: int, keys: Num, reads: Num, rows: Num,
+                          pairs: Num) -> Num:
+        """Attention over prompt chunks: sparse MLA (`_prefill_attention`), or, in a step whose
+        prompts all end within top-k (`_short_steps`), the dense MHA of vLLM 0.33.0
+        (MLAAttention.forward_impl, model_executor/layers/attention/mla_attention.py ~line
+        986-1030, sends the prefill tokens to `forward_mha`, the decode tokens to sparse MQA):
+        FlashAttention varlen over the new tokens' up-projected q/k (192) and v (128) at the
+        rank's own heads, no padding and no top-k width (`_dense_prefill_attention`, at most
+        FlashAttention-3's 740 TFLOP/s on Hopper). At TP8 a 219-token prompt's rows then cost
+        16 heads x 2 x (192 + 128) FLOPs per causal pair where the sparse kernel multiplied 64
+        padded heads x 2 x (576 + 512) per slot."""
+        sparse = self._prefill_attention(n_layers, keys, reads, rows)
+        short = self._short_steps(keys, pairs)
+        if not np.any(short):
+            return sparse
+        dense = self._dense_prefill_attention(n_layers, keys, reads, rows)
+        return sparse + short * (dense - sparse)
+
+    def _unscored(self, keys: Num, pairs: Num, num_decode: Num) -> Num:
+        """Steps whose prompts the target's indexers do not score (1.0, else 0.0): prompts
+        within top-k (`_short_steps`) with no decode token in the step, on NVIDIA GPUs. vLLM
+        0.33.0's indexer returns before scoring when the step's MLA metadata says dense MHA and
+        num_decode_tokens == 0 (model_executor/layers/sparse_attn_indexer.py ~line 584; CUDA
+        only, not the MTP layer's indexer: `enable_short_prefill_scoring_skip`,
+        models/deepseek_v32/attention.py ~line 227). With decode tokens in the step every
+        prompt row is still scored."""
+        if not self._short[1]:
+            return 0.0 * keys
+        return self._short_steps(keys, pairs) * (num_decode == 0)
+
     def _dense_rate(self, phase: str) -> float:
         """FLOP/s of dense MLA attention in `phase` ("decode" / "prefill"): the BF16 rate the
         efficiency gives, at most the published best on Hopper (DENSE_MLA_SM90_SHARE)."""
@@ -595,14 +641,15 @@ class CostModel:
 
     def _target(self, tokens: Num, keys: Num, pairs: Num, reads: Num, rows: Num,
                 pkeys: Num = 0.0, preads: Num = 0.0, requests: Num = 0.0,
-                ptokens: Num = 0.0) -> Num:
+                ptokens: Num = 0.0, ppairs: Num = 0.0) -> Num:
         """The target over `tokens` tokens: `keys` are the decode queries' sparse-attention
-        keys, `pkeys` / `preads` the prompt chunks' keys and context read; `requests` decoding
-        requests and `ptokens` prompt tokens for the linear-attention layers' states."""
+        keys, `pkeys` / `preads` / `ppairs` the prompt chunks' keys, context read and causal
+        pairs; `requests` decoding requests and `ptokens` prompt tokens for the linear-attention
+        layers' states."""
         st = self._stack
         attention = self._attention(st.mla, keys, tokens - ptokens, self.exp.k + 1)
         if np.any(pkeys):
-            attention = attention + self._prefill_attention(st.mla, pkeys, preads, ptokens)
+            attention = attention + self._prompt_attention(st.mla, pkeys, preads, ptokens, ppairs)
         total = (self._gemms(tokens, st.mla, st.dense, st.moe, st.indexer)
                  + attention
                  + self._indexer(st.indexer, pairs, reads)
@@ -615,26 +662,33 @@ class CostModel:
 
     def prefill_parts(self, tokens: int, start: int = 0) -> dict[str, float]:
         """Seconds per part of one target prefill chunk of `tokens` prompt tokens at positions
-        [start, start + tokens), alone in its step: the breakdown `simulate` tables."""
+        [start, start + tokens), alone in its step: the breakdown `simulate` tables. A chunk
+        that ends within top-k runs as dense MHA with its indexer skipped (`_short_steps`,
+        `_unscored`) unless `engine.dense_short_prefill` is off."""
         m, tk, st = self.exp.model, self.exp.index_topk, self._stack
         end = start + tokens
         full = max(0, min(end, tk) - start)  # positions that see fewer than top-k keys
         keys = (sum(range(start + 1, start + full + 1)) if full else 0) + (tokens - full) * tk
-        pairs = (start + 1 + end) * tokens / 2 / self._row_shards()
+        causal = (start + 1 + end) * tokens / 2
+        short, scored = self._short_steps(keys, causal), 1.0 - self._unscored(keys, causal, 0)
+        pairs = causal / self._row_shards() * scored
         linear = self._gemms(tokens, st.mla, st.dense, 0, st.indexer)
         moe = self._gemms(tokens, 0, 0, st.moe, 0)
         logits = self._roof(st.indexer * (end * m.indexer_bytes_per_token + pairs * 4),
                             st.indexer * pairs * 2 * m.index_n_heads * m.index_head_dim
-                            / self._rate("fp8"), st.indexer * KERNELS["indexer"])
-        topk = self._roof(st.indexer * pairs * 4 * TOPK_PASSES, 0.0, st.indexer * KERNELS["topk"])
+                            / self._rate("fp8"), st.indexer * KERNELS["indexer"]) * scored
+        topk = self._roof(st.indexer * pairs * 4 * TOPK_PASSES, 0.0,
+                          st.indexer * KERNELS["topk"]) * scored
+        label = ("dense MLA attention (MHA prefill)" if _dense(m) else
+                 "dense MHA attention (prompt within top-k)" if short else "sparse MLA attention")
         parts = {"linear layers (attention projections, dense MLP, indexer)": linear,
                  "MoE experts (grouped GEMMs)": moe,
-                 ("dense MLA attention (MHA prefill)" if _dense(m) else "sparse MLA attention"):
-                     self._prefill_attention(st.mla, keys, end, tokens),
+                 label: self._prompt_attention(st.mla, keys, end, tokens, causal),
                  "indexer logits (q·k over all earlier keys)": logits,
                  "top-k selection": topk,
-                 "TP all-reduce + top-k all-gather": (self._allreduce(st.layers, tokens)
-                                                      + self._topk_gather(st.indexer, tokens)),
+                 "TP all-reduce + top-k all-gather": (
+                     self._allreduce(st.layers, tokens)
+                     + self._topk_gather(st.indexer, tokens) * scored),
                  "norms, residuals, quantization, MoE combine": self._elementwise(st.layers,
                                                                                    tokens),
                  "LM head + sampling (last chunk)": self._head(1)}
@@ -662,12 +716,15 @@ class CostModel:
             # arithmetic is its own: the same numbers, a fraction of the work)
             at = np.flatnonzero(s.prefill_tokens) if np.ndim(s.prefill_tokens) == 1 else None
             x = (lambda v: v[at] if np.ndim(v) == 1 else v) if at is not None else (lambda v: v)
-            vt, ptok = x(v_tok), x(s.prefill_tokens)
+            vt, ptok, ppairs = x(v_tok), x(s.prefill_tokens), x(s.prefill_pairs)
+            # prompts alone in a step, all within top-k: the target's indexers skip them
+            scored = 1.0 - self._unscored(x(s.prefill_keys), ppairs, x(s.num_decode))
             both = self._target(vt + ptok, q * x(s.decode_keys),
-                                q * x(s.decode_ctx) + x(s.prefill_pairs) / shards,
-                                x(s.decode_ctx) + x(s.prefill_reads), vt + x(s.prefill_done),
-                                x(s.prefill_keys), x(s.prefill_reads), x(s.num_decode), ptok)
-            prefill = both - x(verify) + self._topk_gather(self._stack.indexer, ptok)
+                                q * x(s.decode_ctx) + scored * ppairs / shards,
+                                x(s.decode_ctx) + scored * x(s.prefill_reads),
+                                vt + x(s.prefill_done), x(s.prefill_keys), x(s.prefill_reads),
+                                x(s.num_decode), ptok, ppairs)
+            prefill = both - x(verify) + scored * self._topk_gather(self._stack.indexer, ptok)
             if at is not None:
                 full = np.zeros(np.shape(s.prefill_tokens))
                 full[at] = prefill
@@ -682,8 +739,8 @@ class CostModel:
             self._gemms(d_tok, n_mtp, 0, n_mtp, n_mtp if own_indexer else 0,
                         n_mtp * self._params()["eh_proj"])
             + self._attention(n_mtp, q * s.decode_keys, v_tok, q)
-            + (self._prefill_attention(n_mtp, s.prefill_keys, s.prefill_reads, s.prefill_tokens)
-               if np.any(s.prefill_keys) else 0.0)
+            + (self._prompt_attention(n_mtp, s.prefill_keys, s.prefill_reads, s.prefill_tokens,
+                                      s.prefill_pairs) if np.any(s.prefill_keys) else 0.0)
             + (self._indexer(n_mtp, q * s.decode_ctx + s.prefill_pairs / shards,
                              s.decode_ctx + s.prefill_reads)
                + self._topk_gather(n_mtp, s.prefill_tokens) if own_indexer else 0.0)

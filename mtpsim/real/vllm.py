@@ -38,6 +38,10 @@ class Vllm(ModelServer):
             raise UserError(exp.source, "engine.sparse_topk_length", "expected true with --engine "
                             "vllm: vLLM 0.33.0 passes each row's top-k length to FlashMLA; false "
                             "describes vLLM before PR #36616 for the simulator only")
+        if not exp.engine.dense_short_prefill:
+            raise UserError(exp.source, "engine.dense_short_prefill", "expected true with "
+                            "--engine vllm: vLLM 0.33.0 runs prompts within top-k as dense MHA; "
+                            "false describes vLLM before PR #47327 for the simulator only")
 
     def runner(self, out: Path, trace: bool = False, bench_client: str = "mtpsim",
                smoke: bool = False, weights: str | None = None) -> PolicyRunner:

@@ -211,6 +211,12 @@ class EngineSpec:
                                       "(vLLM and SGLang before it), FlashMLA multiplies the "
                                       "full -1-padded top-k width for every row, however short "
                                       "its context (Hopper)")
+    dense_short_prefill: bool = option(True, "a step whose prompt chunks all end within "
+                                       "index_topk (2,048) runs them as dense MHA, not sparse "
+                                       "MQA, and a step of prompts alone skips their indexer "
+                                       "(vLLM 0.33.0, since vLLM PR #47327 of July 2026); off, "
+                                       "every prompt row goes through the sparse MLA kernel "
+                                       "(vLLM before it)")
     api_server_count: int = option(0, "vLLM --api-server-count: API-server processes in front "
                                    "of the engines (0 = vLLM 0.33.0's default, one per DP rank; "
                                    "vLLM before 0.15 ran one for all ranks)", in_range(0, 1024))
