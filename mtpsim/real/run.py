@@ -82,20 +82,31 @@ def weights_sha_of(exp: Experiment) -> str | None:
     return fingerprint(path)
 
 
+DAMAGED = ("not a finished result to resume (run-real writes each whole, so this one was cut "
+           "short or written by something else): move it aside to keep it, or rerun with --force "
+           "to replace it")
+
+
 def finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
               weights_sha: str | None = None, rounds: int = 1) -> Result | None:
     """A complete result of the same run already at `path` (a rerun keeps it), None if there is
-    none; a result of other settings (spec, weights, engine, policy) is refused, not resumed.
+    none; a result of other settings (spec, weights, engine, policy), and a file there that does
+    not read as a result, are refused (never rerun over, which would replace what it holds).
     Reference weights are compared by content (`weights_sha`) when the result records it: the
     same file moved is the same run, a file retrained in place is not."""
+    import os
+
     from mtpsim.result import load_result
 
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
+    if path.is_dir():  # where the result will be written: --force could not replace it either
+        raise UserError(path, None, "expected the policy's result file or nothing there, got a "
+                        "folder: move it aside or choose another --out")
     try:
         res = load_result(path)
-    except ResultError:
-        return None  # not a finished result (writes are atomic): rerun the policy
+    except ResultError as e:  # results are written whole (atomic rename): this one is damaged
+        raise UserError(path, e.field, f"{e.expected}: {DAMAGED}") from None
     diff = ([] if res.mode == mode else ["engine"]) + ([] if res.policy == policy else ["policy"])
     diff += [] if (res.extra.server_argv is not None) == served else ["--server"]
     old, new = _settings(res.spec), _settings(exp.to_dict())
@@ -155,6 +166,19 @@ def finished_round(path: Path, mode: str, policy: str, exp: Experiment, served: 
                         f"{where}; rerun with --force or choose another --out")
     trace_path = path.with_suffix(".trace.jsonl")
     return (res, read_trace(trace_path)) if trace_path.is_file() else None
+
+
+def check_rounds(out: Path, plan: list[tuple[tuple[str, ...], range]], kept: dict[str, Result],
+                 mode: str, exp: Experiment, served: bool, weights_sha: str | None) -> None:
+    """Before any run: every round already on disk of a policy not kept is one of this run
+    (a damaged round file, or one of other settings, is one line now, not rounds later)."""
+    if len(plan) == 1:
+        return
+    for r, (names, _) in enumerate(plan):
+        for name in names:
+            if name not in kept:
+                finished_round(round_path(out, r, len(plan), name), mode, name, exp, served,
+                               weights_sha, r, len(plan))
 
 
 def pool_rounds(parts: list[tuple[Result, object]], out: Path, name: str) -> tuple[Result, object]:

@@ -115,6 +115,8 @@ def prepare(experiment: Path, engine: str, *, out: Path | None, sets: list[str],
     plan = real_run.round_plan(exp, rounds, not caps.rounds, source=experiment)
     kept = {} if force else {name: prev for name in exp.policies if (prev := real_run.finished(
         out / f"{name}.json", caps.mode, name, exp, caps.served, weights_sha, len(plan)))}
+    if not force:
+        real_run.check_rounds(out, plan, kept, caps.mode, exp, caps.served, weights_sha)
     return RealSetup(experiment, engine, exp, out, real, plan, kept, weights_sha, trace, force, smoke)
 
 
