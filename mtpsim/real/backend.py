@@ -49,6 +49,8 @@ class Capabilities:
     level: bool = False  # its runner times the in-engine level probe when asked (level=True)
     weights_by_content: bool = False  # its results record the weights' content hash
     ready_path: str = "/health"  # a served backend is ready when GET ready_path answers 200
+    # (exp) -> a line printed before the run (an own_model standing in for the spec's), or None
+    note: Callable[[Experiment], str | None] | None = None
 
 
 class Backend(Protocol):

@@ -19,19 +19,56 @@ if TYPE_CHECKING:
 _MODULES = ("mtpsim.engine.runner", "mtpsim.vllm_runner.runner")
 
 
+# The reference engine's model (mtpsim.engine.model) is of this family, and the model preset
+# that describes it (what `simulate` prices for engine.scheduler = "reference").
+FAMILY, PRESET = "dsa_mla", "reference"
+
+
+def _set_by_flag(exp: Experiment, keys: tuple[str, ...]) -> bool:
+    return any(o.partition("=")[0].strip() in keys for o in exp.overrides)
+
+
+def refuse_model(exp: Experiment) -> None:
+    """The reference engine runs its own small model, whatever the spec's model section says: a
+    scaled-down stand-in for a DSA model (indexer, top-k, MTP), none for a model of another
+    family (dense MLA has no indexer or top-k row to reuse; a hybrid has linear-attention
+    layers). One line, naming where the family came from, before anything runs."""
+    m = exp.model
+    if m.family == FAMILY:
+        return
+    where = "--set" if _set_by_flag(exp, ("model", "model.family", "model.preset")) else exp.source
+    preset = f" (model.preset {m.preset!r})" if m.preset else ""
+    raise UserError(where, "model.family", f"expected {FAMILY!r} with the reference engine, which runs "
+                    f"its own small DSA + MTP model (reference.weights) as a stand-in for DSA models "
+                    f"only, got {m.family!r}{preset}: simulate it (mtpsim simulate), or run the "
+                    "model itself (--engine vllm)")
+
+
+def stand_in_note(exp: Experiment) -> str | None:
+    """A spec whose model preset is not the reference model's: what the figures are of."""
+    if exp.model.preset == PRESET:
+        return None
+    named = exp.model.preset or exp.model.name or "the spec's model"
+    return (f"note: the reference engine runs its own small DSA + MTP model (reference.weights = "
+            f"{exp.reference.weights!r}), a scaled-down stand-in for model.preset {named!r}: its "
+            f"figures are the small model's, not {named}'s (model.preset = {PRESET!r} describes it)")
+
+
 class InProcessReference:
     name, flag = "reference", "--engine reference"
     caps = Capabilities(mode="reference", served=False, policies=None, parallelism=(),
                         gpus=False, extras=("reference",), node_modules=_MODULES, rounds=True,
                         probe=True, level=True, weights_by_content=True,
-                        own_model="reference engine")
+                        own_model="reference engine", note=stand_in_note)
     # (exp, policy, progress, requests=None, level=False) -> (Result, Trace); a "module:function" looked up
     # at each run
     target = "mtpsim.engine.runner:run_policy"
 
     def refuse(self, exp: Experiment, policies: tuple[str, ...] | list[str]) -> None:
-        """The reference engine runs every policy mtpsim knows, but samples without top-p."""
+        """The reference engine runs every policy mtpsim knows, but samples without top-p, and
+        stands in only for a model of its own family."""
         refuse_top_p(exp)
+        refuse_model(exp)
 
     def runner(self, out: Path, trace: bool = False, bench_client: str = "mtpsim",
                smoke: bool = False, weights: str | None = None) -> PolicyRunner:
@@ -44,11 +81,13 @@ class ServedReference:
     caps = Capabilities(mode="reference", served=True, policies=None, parallelism=(), gpus=False,
                         extras=("reference", "serve"), node_modules=_MODULES,
                         bench_clients=("mtpsim", "vllm"), weights_by_content=True,
-                        own_model="reference engine")
+                        own_model="reference engine", note=stand_in_note)
 
     def refuse(self, exp: Experiment, policies: tuple[str, ...] | list[str]) -> None:
-        """The reference server runs every policy mtpsim knows, but samples without top-p."""
+        """The reference server runs every policy mtpsim knows, but samples without top-p, and
+        stands in only for a model of its own family."""
         refuse_top_p(exp)
+        refuse_model(exp)
 
     def runner(self, out: Path, trace: bool = False, bench_client: str = "mtpsim",
                smoke: bool = False, weights: str | None = None) -> PolicyRunner:
@@ -103,3 +142,4 @@ def refuse_top_p(exp: Experiment) -> None:
     if exp.workload.top_p < 1.0:
         raise UserError(exp.source, "workload.top_p", "expected 1 with the reference engine, which "
                         "samples without nucleus truncation (top-p needs --engine vllm)")
+

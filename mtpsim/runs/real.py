@@ -138,6 +138,8 @@ def run(setup: RealSetup, bench_client: str, probe_on: bool,
         from mtpsim.vllm_runner import smoke as smoke_run
 
         smoke_run.prepare_model((setup.out / "smoke-model").absolute())
+    if caps.note is not None and (note := caps.note(setup.exp)):
+        say(note)
     state = real_run.RealRun(setup.exp, setup.out, setup.plan)
     t0 = time.perf_counter()
     try:
