@@ -75,6 +75,7 @@ def load_inputs(inputs: list[str]) -> list[Result]:
 
     labels = (*POLICIES, NO_MTP)
     out: list[Result] = []
+    seen: dict[tuple[str, str | None], Path] = {}  # (mode, policy) -> the file it came from
     for item in inputs:
         label, sep, raw = item.partition("=")
         if not sep or (label not in labels and ("/" in label or Path(item).exists())):
@@ -93,6 +94,14 @@ def load_inputs(inputs: list[str]) -> list[Result]:
                 res.policy = label
             elif res.policy is None:
                 res.policy = f.stem
+            key = ("sim" if res.mode == "simulate" else "real", res.policy)
+            if key in seen and seen[key].resolve() == f.resolve():
+                continue  # the same file named twice
+            if key in seen:  # one would silently replace the other
+                raise UserError(f, None, f"expected one {key[0]} result per policy, but {seen[key]} "
+                                f"is {key[0]} {key[1]} too: compare pairs policies within a mode and "
+                                "sim against real; compare those runs one at a time")
+            seen[key] = f
             out.append(res)
     return out
 
