@@ -77,6 +77,30 @@ def workload(exp: Experiment) -> tuple[list[list[int]], list[int], np.ndarray]:
     return prompts, [int(x) for x in out_len], send
 
 
+def _lengths(exp: Experiment, args: Any, prompts: list[list[int]], out_lens: list[int]) -> tuple[int, int]:
+    """(top-k, longest prompt + output) of these requests on a model of `args` (ModelArgs),
+    refused when they exceed its positions or the top-k is wider than every context."""
+    topk = exp.speculative.index_topk or args.index_topk
+    max_len = max(len(p) + o for p, o in zip(prompts, out_lens, strict=True))
+    if max_len + exp.k + 1 > args.max_seq_len:
+        raise SpecError(exp.source, "workload", f"expected prompt + output within the reference "
+                        f"model's {args.max_seq_len - exp.k - 1} positions, got {max_len} tokens "
+                        "(lower workload.input_len or output_len)")
+    if topk > max_len:  # a top-k wider than any context selects everything: dense, and slow
+        raise SpecError(exp.source, "speculative.index_topk", f"expected at most the longest "
+                        f"prompt + output ({max_len} tokens), got {topk}")
+    return topk, max_len
+
+
+def check_workload(exp: Experiment) -> None:
+    """Before any run, from the weights' config alone (no tensors read): the weights read, and
+    the whole workload fits the model's positions with a top-k no wider than every context."""
+    path = weights_path(exp)
+    weights.check(path)
+    prompts, out_lens, _ = workload(exp)
+    _lengths(exp, weights.args_of(path), prompts, out_lens)
+
+
 def run_policy(exp: Experiment, policy: str, progress: Progress | None = None,
                requests: range | None = None, level: bool | Sampling = False) -> tuple[Result, Trace]:
     """Serve the experiment's workload with `policy` on the reference engine; `requests`: only
@@ -97,14 +121,7 @@ def run_policy(exp: Experiment, policy: str, progress: Progress | None = None,
     send = send[ids] - (send[ids[0]] if requests is not None and ids else 0.0)
     n = len(prompts)
     conc = min(w.max_concurrency or n, exp.engine.max_num_seqs, n)
-    topk = exp.speculative.index_topk or model.args.index_topk
-    max_len = max(len(p) + o for p, o in zip(prompts, out_lens, strict=True))
-    if max_len + exp.k + 1 > model.args.max_seq_len:
-        raise SpecError(exp.source, "workload", f"prompt + output ({max_len}) exceeds the reference "
-                        f"model's {model.args.max_seq_len - exp.k - 1} positions")
-    if topk > max_len:  # a top-k wider than any context selects everything: dense, and slow
-        raise SpecError(exp.source, "speculative.index_topk", f"expected at most the longest "
-                        f"prompt + output ({max_len} tokens), got {topk}")
+    topk, max_len = _lengths(exp, model.args, prompts, out_lens)
     cfg = EngineConfig(num_speculative_tokens=exp.k, index_topk=topk, max_num_seqs=conc,
                        max_model_len=max_len, policy=policy, trace=True)
     cpu_clock = ref.clock == "cpu"

@@ -71,7 +71,7 @@ def load(path: Path | None = None, device: str | torch.device = "cpu",
 
     path = Path(path) if path is not None else BUILTIN
     try:
-        model = Transformer(_args(path))
+        model = Transformer(args_of(path))
     except (TypeError, ValueError, RuntimeError) as e:
         raise SpecError(sidecar(path), "config", f"expected the model settings ({e})") from None
     check_file(path, SpecError, "weights file", MAX_WEIGHTS_BYTES)
@@ -90,7 +90,7 @@ def check(path: Path) -> None:
     is refused by `load`, one line too)."""
     from safetensors import safe_open
 
-    _args(path)
+    args_of(path)
     check_file(path, SpecError, "weights file", MAX_WEIGHTS_BYTES)
     try:
         with safe_open(str(path), "pt") as f:
@@ -99,7 +99,8 @@ def check(path: Path) -> None:
         raise _mismatch(path, f"{type(e).__name__}: {str(e)[:160]}") from None
 
 
-def _args(path: Path) -> ModelArgs:
+def args_of(path: Path) -> ModelArgs:
+    """The model settings in `path`'s sidecar (one line if they are not)."""
     config = read_meta(path).get("config")
     if not isinstance(config, dict):
         raise SpecError(sidecar(path), "config", "expected an object of model settings")

@@ -44,6 +44,18 @@ def refuse_model(exp: Experiment) -> None:
                     "model itself (--engine vllm)")
 
 
+def refuse_workload(exp: Experiment) -> None:
+    """The weights read, and the workload fits their positions (pr47352's 10K-token prompts do
+    not): one line before the first policy loads the model, not after (the server's seeded
+    random test model has no file to read: its server checks its own limits)."""
+    from mtpsim.serve_reference.server import TINY_RANDOM
+
+    if exp.reference.weights != TINY_RANDOM:
+        from mtpsim.engine.runner import check_workload
+
+        check_workload(exp)
+
+
 def stand_in_note(exp: Experiment) -> str | None:
     """A spec whose model preset is not the reference model's: what the figures are of."""
     if exp.model.preset == PRESET:
@@ -69,6 +81,7 @@ class InProcessReference:
         stands in only for a model of its own family."""
         refuse_top_p(exp)
         refuse_model(exp)
+        refuse_workload(exp)
 
     def runner(self, out: Path, trace: bool = False, bench_client: str = "mtpsim",
                smoke: bool = False, weights: str | None = None) -> PolicyRunner:
@@ -88,6 +101,7 @@ class ServedReference:
         stands in only for a model of its own family."""
         refuse_top_p(exp)
         refuse_model(exp)
+        refuse_workload(exp)
 
     def runner(self, out: Path, trace: bool = False, bench_client: str = "mtpsim",
                smoke: bool = False, weights: str | None = None) -> PolicyRunner:
