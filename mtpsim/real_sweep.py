@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mtpsim.errors import ResultError
+from mtpsim.errors import ResultError, UserError
 from mtpsim.fileio import atomic_write_json, atomic_write_text
 from mtpsim.real.backend import Backend, backend
 from mtpsim.sweep import ROW_METRICS, Axis, ExperimentRef, Point, load_point, read_experiment
@@ -64,23 +64,36 @@ def repeat_overrides(point: Point, seed: int, repeat: int) -> list[str]:
 
 
 def complete_repeats(out: Path, point: Point, policies: Sequence[str], plan: RealPlan) -> set[int]:
-    """Repeats whose every policy has a readable result of the plan's mode."""
+    """Repeats whose every policy has a result of the plan's mode. A file there that does not
+    read as a result, or holds another engine's, is one line: rerunning the repeat would
+    replace it (the sweep writes each result whole, so it is damage or something else's)."""
+    import os
+
     from mtpsim.result import load_result
 
     done = set()
     for r in range(plan.repeats):
         ok = True
-        for policy in policies:
+        for policy in policies:  # every file is checked, not only up to the first missing one
             path = run_paths(out, point, r, policy)[0]
-            try:
-                ok = path.is_file() and load_result(path).mode == plan.mode
-            except ResultError:
+            if not os.path.lexists(path):
                 ok = False
-            if not ok:
-                break
+                continue
+            try:
+                mode = load_result(path).mode
+            except ResultError as e:
+                raise UserError(path, e.field, f"{e.expected}: {DAMAGED}") from None
+            if mode != plan.mode:
+                raise UserError(path, "mode", f"expected a {plan.mode} result of this sweep, got a "
+                                f"{mode} one: {DAMAGED}")
         if ok:
             done.add(r)
     return done
+
+
+DAMAGED = ("not a finished result to resume (the sweep writes each whole, so this one was cut "
+           "short or written by something else): move it aside to keep it (the sweep then reruns "
+           "it), or choose another --out")
 
 
 def write_point(out: Path, point: Point, experiment: str, plan: RealPlan) -> None:

@@ -79,7 +79,7 @@ def sweep(
                           markup=False, soft_wrap=True)
         return typer.Exit(130)
 
-    bar = report.points_bar(err_console, enabled=not as_json)
+    bar = report.points_bar(err_console, enabled=not as_json and err_console.is_terminal)
     with runs.session(cluster) as nodes:
         if uncertainty is not None:
             _sweep_uncertainty(experiment, axes, points, uncertainty, jobs, nodes, retries, out,
