@@ -66,12 +66,19 @@ def prepare(experiment: Path, sets: list[str], *, engine: str | None, server: bo
 
         check_draws(uncertainty, "--uncertainty")
         check_simulations(uncertainty, len(points), 1, "--uncertainty", "points")
-    if engine is not None:  # each real point waits for its arrivals on the wall clock
+    if real is not None:  # each real point waits for its arrivals on the wall clock, and
+        # runs only what its engine can (run-real's refusals, per point, before any runs)
         from mtpsim.runs.real import check_wall_clock
         from mtpsim.spec import load_experiment
 
         for point in points:
-            check_wall_clock(load_experiment(str(experiment), list(point.overrides)))
+            exp = load_experiment(str(experiment), list(point.overrides))
+            try:
+                check_wall_clock(exp)
+                real.refuse(exp, exp.policies)
+            except UserError as e:  # name the grid point whose values it refuses
+                at = ", ".join(f"{k}={v}" for k, v in point.values.items())
+                raise type(e)(e.source, e.field, f"{e.expected} (at {at})" if at else e.expected) from None
     if engine is not None and out is None:
         out = Path("runs") / f"{experiment.stem}-{engine}-sweep"
     for folder, flag in ((out, "--out"), (plot, "--plot")):
