@@ -4,6 +4,7 @@ hit all alike), every run under `nice -n 19`.
 
     git archive COMMIT | tar -x -C DIR          # one folder per checkout
     python benchmarks/bench_checkouts_cpu.py --repeat 3 DIR1 DIR2 ...
+    python benchmarks/bench_checkouts_cpu.py --set uncertainty.max_draws=0 DIR1 DIR2 ...  # 64 draws
 
 Prints each run (wall s, CPU s of the child, load average) and then per checkout the median wall
 and CPU seconds. On a shared machine read the CPU seconds and their ratios, not the wall times.
@@ -28,12 +29,17 @@ COMMANDS = {"simulate": ["simulate", PR, "--json"],
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="passed to the --uncertainty 64 command (e.g. uncertainty.max_draws=0: "
+                    "the 64 prior draws only, without the adaptive stages)")
     ap.add_argument("roots", nargs="+", help="checkout folders")
     a = ap.parse_args()
     runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
     loads = []
+    commands = {n: [*args, *(x for kv in a.set for x in ("--set", kv))] if "uncertainty" in n
+                else args for n, args in COMMANDS.items()}
     for _ in range(a.repeat):
-        for name, args in COMMANDS.items():
+        for name, args in commands.items():
             for root in a.roots:
                 wall, cpu = timed(args, root, nice=19)
                 loads.append(os.getloadavg()[0])
