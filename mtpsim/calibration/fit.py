@@ -278,7 +278,7 @@ def fit_acceptance(traces: Sequence[Trace], overlap: OverlapFit | None = None) -
     """The acceptance fit; `overlap` (else fitted here) gives the kappa_step form its overlaps."""
     ev = acceptance_events(traces)
     if not ev.y:
-        raise CalibrationError(None, "traces", "expected verified drafts in the traces (none found)")
+        raise CalibrationError(None, "--trace", "expected verified drafts in the traces (none found)")
     k = max(tr.num_speculative_tokens for tr in traces)
     ctx_ref = float(np.exp(np.mean(np.log(ev.ctx))))
     pooled = [p for p in POOLED if p in set(ev.policy)]
@@ -473,13 +473,16 @@ def fit_cost(traces: Sequence[Trace]) -> CostFit:
             Y[p].append(np.asarray([st.phases[p] for st in tr.steps], float))
             Y_att[p].append(np.asarray([st.attention.get(p, 0.0) for st in tr.steps], float))
     if not total_meas:
-        raise CalibrationError(None, "traces", "expected a trace of fresh, share or share_recent "
+        raise CalibrationError(None, "--trace", "expected a trace of fresh, share or share_recent "
                                "with engine steps to fit the step cost")
     phases: dict[str, PhaseFit] = {}
     attention: dict[str, dict[str, float]] = {}
     for p in PHASES:
         if not X[p]:  # e.g. the indexer phase without a fresh trace: unknown, not zero
-            raise CalibrationError(None, "traces", f"expected a fresh trace to fit the {p} phase")
+            given = ", ".join(sorted({tr.policy for tr in traces})) or "none"
+            raise CalibrationError(None, "--trace", f"expected a fresh trace among them to fit the "
+                                   f"{p} phase (only fresh runs the indexer at every draft step), "
+                                   f"got {given}")
         A, y = np.concatenate(X[p]), np.concatenate(Y[p])
         coef = np.zeros(A.shape[1])
         key, row, call = KEY_FEATURES.get(p, (None, None, None))
