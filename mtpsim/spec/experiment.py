@@ -106,12 +106,35 @@ def _json_safe(x: Any) -> Any:
     return x
 
 
+def _refuse_json(text: str, path: Path, what: str) -> None:
+    """A file that is not TOML but one of mtpsim's JSON outputs (a result, a trace's JSON
+    Lines): say what it is and which command reads it, rather than blaming its line 1's TOML."""
+    import json
+
+    head = None
+    for part in (text, text.lstrip().partition("\n")[0]):  # the whole file, or line 1
+        try:
+            head = json.loads(part)
+            break
+        except (ValueError, RecursionError):
+            continue
+    if not isinstance(head, dict | list):  # `1` or `"x"` alone: a TOML mistake, not JSON
+        return
+    kind = (head.get("schema") or head.get("format")) if isinstance(head, dict) else None
+    got = {"mtpsim-result": "an mtpsim result (JSON), which mtpsim compare reads",
+           "mtpsim-trace": "an mtpsim trace (JSON Lines), which simulate reads with --trace FILE"
+           }.get(kind, "JSON")
+    article = "an" if what[:1] in "aeiou" else "a"
+    raise SpecError(path, None, f"expected {article} {what} (TOML), got {got}")
+
+
 def read_toml(path: Path, what: str) -> dict[str, Any]:
     """A TOML file read through the checked reader (regular file, size, nesting); one line on error."""
     text = read_text(path, SpecError, what, MAX_SPEC_BYTES)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
+        _refuse_json(text, path, what)
         raise SpecError(path, None, f"expected valid TOML ({e})") from None
     except RecursionError:
         raise SpecError(path, None, f"expected TOML nested at most {MAX_NESTING} deep") from None
