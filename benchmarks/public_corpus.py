@@ -321,6 +321,14 @@ def main(argv: list[str] | None = None) -> int:
         for p in write_experiments(rows):
             print(p.relative_to(ROOT))
         return 0
+    if a.only is not None:
+        known = {r["id"]: r["expressible"] for r in rows}
+        bad = [i for i in a.only if not known.get(i, False)]
+        if bad:  # a typo would otherwise score an empty (or smaller) corpus without a word
+            print(f"error: --only: {', '.join(bad)}: expected ids of expressible rows in "
+                  "docs/data/public/rows.toml (" + ("not expressible" if all(i in known for i in bad)
+                                                    else "unknown id") + ")", file=sys.stderr)
+            return 2
     chosen = [r for r in rows if r["expressible"] and (a.only is None or r["id"] in a.only)]
     missing = [r["id"] for r in chosen if not (EXPERIMENTS / f"{r['id']}.toml").exists()]
     if missing:

@@ -49,3 +49,15 @@ def test_a_row_twice_or_mixed_draws_is_refused(tmp_path, capsys):
     assert pc.main(["--merge", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
     assert "twice" in err and "public_corpus.json" in err and "Traceback" not in err
+
+
+def test_only_with_an_unknown_or_inexpressible_id_is_one_line_and_exit_2(capsys, tmp_path):
+    """A typo in --only scored an empty corpus without a word; now it names the id first."""
+    assert pc.main(["--only", PAIR[0], "gpustack-no-such-row", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--only: gpustack-no-such-row" in err[0] and "unknown id" in err[0]
+    assert not (tmp_path / "x").exists()
+    closed = [r["id"] for r in ROWS if not r["expressible"]]
+    if closed:
+        assert pc.main(["--only", closed[0]]) == 2
+        assert "not expressible" in capsys.readouterr().err
