@@ -48,3 +48,13 @@ def test_plot_of_a_fresh_only_deployment_is_one_line_before_any_draw(tmp_path):
     assert r.stderr.splitlines() == [f"error: --plot: draws share vs fresh, but {f}'s [advise] "
                                      "policies are fresh alone: add share there or drop --plot"], r.stderr
     assert r.stdout == "" and not (tmp_path / "plots").exists()
+
+
+def test_a_deployment_of_k_0_alone_names_advise_k(tmp_path):
+    f = tmp_path / "deploy.toml"
+    f.write_text(DEPLOYMENT.replace("k = [1, 2, 3, 4, 5]", "k = [0]"))
+    r = _advise(tmp_path, f)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stderr.splitlines() == [f"error: {f}: advise.k: expected at least one k >= 1 (k = 0, "
+                                     "plain decoding, is the baseline the gains are taken against), "
+                                     "got [0]"], r.stderr

@@ -153,6 +153,9 @@ def load_deployment(path: str | Path) -> Deployment:
     ks = _get(a, "k", "advise", src, list, [1, 2, 3, 4, 5],
               check=lambda v: all(isinstance(x, int) and 0 <= x <= 8 for x in v),
               expected="a non-empty list of k in 0..8")
+    if not any(k >= 1 for k in ks):  # k = 0 alone: nothing to advise, only the baseline
+        raise SpecError(src, "advise.k", "expected at least one k >= 1 (k = 0, plain decoding, is "
+                        f"the baseline the gains are taken against), got {ks}")
     family = _preset_family(model)
     dense = FAMILIES[family].dense_attention
     pols = a.get("policies", list(NO_REUSE_POLICIES if dense else VLLM_POLICIES))
