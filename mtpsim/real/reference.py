@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 _MODULES = ("mtpsim.engine.runner", "mtpsim.vllm_runner.runner")
 
 
-# The reference engine's model (mtpsim.engine.model) is of this family, and the model preset
-# that describes it (what `simulate` prices for engine.scheduler = "reference").
-FAMILY, PRESET = "dsa_mla", "reference"
+# The model preset that describes the reference engine's model (what `simulate` prices for
+# engine.scheduler = "reference"); the families it stands in for say so (Family.reference_stand_in).
+PRESET = "reference"
 
 
 def _set_by_flag(exp: Experiment, keys: tuple[str, ...]) -> bool:
@@ -33,12 +33,15 @@ def refuse_model(exp: Experiment) -> None:
     scaled-down stand-in for a DSA model (indexer, top-k, MTP), none for a model of another
     family (dense MLA has no indexer or top-k row to reuse; a hybrid has linear-attention
     layers). One line, naming where the family came from, before anything runs."""
+    from mtpsim.models.families import FAMILIES, family_of
+
     m = exp.model
-    if m.family == FAMILY:
+    if family_of(m).reference_stand_in:
         return
+    ok = ", ".join(repr(n) for n, f in FAMILIES.items() if f.reference_stand_in)
     where = "--set" if _set_by_flag(exp, ("model", "model.family", "model.preset")) else exp.source
     preset = f" (model.preset {m.preset!r})" if m.preset else ""
-    raise UserError(where, "model.family", f"expected {FAMILY!r} with the reference engine, which runs "
+    raise UserError(where, "model.family", f"expected {ok} with the reference engine, which runs "
                     f"its own small DSA + MTP model (reference.weights) as a stand-in for DSA models "
                     f"only, got {m.family!r}{preset}: simulate it (mtpsim simulate), or run the "
                     "model itself (--engine vllm)")

@@ -21,6 +21,9 @@ class Family(ABC):
     name: ClassVar[str]
     # True: attention reads every earlier key (no DSA indexer / top-k): DeepSeek-V3/R1's MLA
     dense_attention: ClassVar[bool] = False
+    # True: the reference engine's small DSA + MTP model (mtpsim.engine.model) stands in for this
+    # family's models in run-real --engine reference (same layer kinds: MLA + indexer + MoE + MTP)
+    reference_stand_in: ClassVar[bool] = False
 
     @abstractmethod
     def layers(self, m: ModelSpec) -> tuple[Layer, ...]:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 class DsaMla(Family):
     name = "dsa_mla"
+    reference_stand_in = True  # mtpsim.engine.model is a small model of this family
 
     def layers(self, m: ModelSpec) -> tuple[Layer, ...]:
         return dsa_mla_layers(m.num_layers, m.num_dense_layers, m.num_indexer_layers)
