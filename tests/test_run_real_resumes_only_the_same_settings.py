@@ -146,3 +146,23 @@ def test_a_result_from_before_a_new_default_field_is_still_resumed(tmp_path):
 
     changed = _run(spec, out, "--set", 'reference.clock="cpu"')
     assert changed.exit_code == 2 and "reference.clock" in changed.output
+
+
+def test_a_result_from_before_a_preset_field_was_added_still_resumes():
+    """docs/data/reference-cpu was written before hardware.sms existed (04b9efa): its B200 preset
+    now sets 148 SMs, which the old spec lacks. That is the same run, not a changed setting;
+    an SM count set otherwise still is one."""
+    import json
+
+    from mtpsim.real.run import _changed, _settings, with_added_fields
+    from mtpsim.spec.experiment import experiment_from_dict
+
+    root = Path(__file__).resolve().parents[1]
+    spec = json.loads((root / "docs/data/reference-cpu/fresh.json").read_text())["spec"]
+    assert "sms" not in spec["hardware"]
+    raw = {k: v for k, v in spec.items() if k not in ("source", "overrides")}
+    now = _settings(experiment_from_dict(raw).to_dict())
+    assert _changed(_settings(spec), now) == ["hardware.sms"]  # what refused the resume
+    assert _changed(_settings(with_added_fields(spec)), now) == []
+    other = _settings(experiment_from_dict(raw, overrides=["hardware.sms=160"]).to_dict())
+    assert _changed(_settings(with_added_fields(spec)), other) == ["hardware.sms"]

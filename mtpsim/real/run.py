@@ -51,6 +51,27 @@ def _changed(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [prefix.rstrip(".")]
 
 
+def with_added_fields(spec: dict) -> dict:
+    """A result's spec with the fields mtpsim added since it was written filled in as today's
+    code resolves that same spec (a preset's new field, e.g. hardware.sms from the GPU preset):
+    unchanged unless the new spec sets them otherwise. A spec that no longer validates is taken
+    as written (its missing fields then count as unchanged only at their defaults, `_changed`)."""
+    from mtpsim.errors import UserError
+    from mtpsim.spec.experiment import experiment_from_dict
+
+    out = json.loads(json.dumps(spec))
+    try:
+        now = experiment_from_dict({k: v for k, v in out.items()
+                                    if k not in ("source", "overrides")}).to_dict()
+    except (UserError, TypeError, ValueError, KeyError):
+        return out
+    for section, fields in now.items():
+        if isinstance(fields, dict) and isinstance(out.get(section), dict):
+            for key, value in fields.items():
+                out[section].setdefault(key, value)
+    return out
+
+
 def _json_default(dotted: str) -> Any:
     """The default of spec field `section.key` as a spec dict holds it (_ABSENT if none)."""
     import dataclasses
@@ -109,7 +130,7 @@ def finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
         raise UserError(path, e.field, f"{e.expected}: {DAMAGED}") from None
     diff = ([] if res.mode == mode else ["engine"]) + ([] if res.policy == policy else ["policy"])
     diff += [] if (res.extra.server_argv is not None) == served else ["--server"]
-    old, new = _settings(res.spec), _settings(exp.to_dict())
+    old, new = _settings(with_added_fields(res.spec)), _settings(exp.to_dict())
     if weights_sha is not None and res.extra.weights_sha256 is not None:
         for spec in (old, new):
             spec.get("reference", {}).pop("weights", None)
