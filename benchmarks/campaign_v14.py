@@ -175,9 +175,7 @@ def level_values(name: str, pred: dict, res: dict, unit: float) -> list:
 def scored_values(out: Path, configs: tuple[str, ...] = CONFIGS) -> list:
     """v13's scored values (campaign_v11.scored_values) with the levels' timings on the fit's unit."""
     from mtpsim.calibration.schema import read_calibration
-    from mtpsim.paired import paired_delta
     from mtpsim.result import load_result
-    from mtpsim.uncertainty.scoring import Scored
 
     cal = read_calibration(out / "calibration-bootstrap.json")
     unit = float(cal.machine["normalised"]["unit_s"])
@@ -189,18 +187,7 @@ def scored_values(out: Path, configs: tuple[str, ...] = CONFIGS) -> list:
         pred = json.loads(pred_path.read_text())
         res = {p: load_result(real / f"{p}.json") for p in POLICIES}
         values += level_values(name, pred, res, unit)
-        for m in METRICS:  # the deltas: v13's, unchanged
-            q = {float(k): v for k, v in pred["deltas"][m].items()}
-            if m == "spec_decode_acceptance_length":
-                real_d = float(res["share"].get(m)) - float(res["fresh"].get(m))
-                se = math.hypot(_al_se(res["share"]), _al_se(res["fresh"]))
-            else:
-                pd = paired_delta(res["fresh"], res["share"], m)
-                if pd is None or pd.n < 2:
-                    continue
-                real_d = pd.mean
-                se = statistics.stdev(pd.deltas_pct) / math.sqrt(pd.n)
-            values.append(Scored(name, "share - fresh", m, real_d, q, se, 0.0, pred["inside"], delta=True))
+        values += v11.delta_values(name, pred, res)  # the deltas: v13's, unchanged
     return values
 
 
