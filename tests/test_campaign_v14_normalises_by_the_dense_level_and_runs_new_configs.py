@@ -12,6 +12,7 @@ import statistics
 import sys
 import time
 import tomllib
+from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -96,9 +97,27 @@ def _fake_runs(monkeypatch, calls):
     monkeypatch.setattr(v14, "mtpsim", fake)
 
 
+def _clock_open(monkeypatch):
+    # the registered UTC limits (7:20 / 7:27 on 2026-12-03) bound the campaign's own run; these
+    # tests ask about order and flags, at any date
+    later = datetime(2100, 1, 1, tzinfo=UTC)
+    monkeypatch.setattr(v14, "LAST_START_UTC", later)
+    monkeypatch.setattr(v14, "HARD_STOP_UTC", later)
+
+
+def test_nothing_starts_after_the_registered_last_start(tmp_path, monkeypatch):
+    calls: list = []
+    _fake_runs(monkeypatch, calls)
+    monkeypatch.setattr(v14, "LAST_START_UTC", datetime(2026, 12, 3, 7, 20, tzinfo=UTC))
+    monkeypatch.setattr(v14.time, "time", lambda: datetime(2026, 12, 3, 7, 21, tzinfo=UTC).timestamp())
+    assert v14.run_all(tmp_path, dry=False) == [] and calls == []
+    assert "clock rule: slice 0" in (tmp_path / "campaign.log").read_text()
+
+
 def test_slices_and_configs_interleave_read_the_level_densely_and_fit_normalised(tmp_path, monkeypatch):
     calls: list = []
     _fake_runs(monkeypatch, calls)
+    _clock_open(monkeypatch)
     ran = v14.run_all(tmp_path, dry=False)
     assert ran == list(v14.CONFIGS)
     stems = [Path(c[1]).stem for c, _ in calls]
