@@ -3,22 +3,16 @@ an experiment; advise: a deployment) is named as what it is and which command re
 line (exit 2). It used to read `expected valid TOML (Invalid statement (at line 1, column 1))`."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _cli import one_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _one_line(*args: str) -> str:
-    r = subprocess.run([sys.executable, "-m", "mtpsim", *args], capture_output=True, text=True,
-                       cwd=ROOT, timeout=120)
-    assert r.returncode == 2, (r.stdout, r.stderr)
-    lines = r.stderr.splitlines()
-    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-    return lines[0]
+    return one_error_line(*args)
 
 
 @pytest.mark.parametrize("command, what", [(["simulate"], "an experiment file"),

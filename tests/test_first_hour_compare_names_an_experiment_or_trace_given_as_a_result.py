@@ -3,11 +3,10 @@ or a vLLM bench JSON). Handed one of mtpsim's other inputs, it says what the fil
 to run, in one line (exit 2): an experiment TOML used to read `expected JSON (Expecting value at
 line 1 column 1)`, which blames the file's syntax rather than naming it a spec."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _cli import one_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = ("expected a result JSON (what mtpsim simulate or run-real writes as DIR/POLICY.json, "
@@ -15,12 +14,7 @@ EXPECTED = ("expected a result JSON (what mtpsim simulate or run-real writes as 
 
 
 def _one_line(*args: str) -> str:
-    r = subprocess.run([sys.executable, "-m", "mtpsim", "compare", *args], capture_output=True,
-                       text=True, cwd=ROOT, timeout=120)
-    assert r.returncode == 2, (r.stdout, r.stderr)
-    lines = r.stderr.splitlines()
-    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-    return lines[0]
+    return one_error_line("compare", *args)
 
 
 @pytest.mark.parametrize("spec", ["experiments/pr47352.toml", "experiments/reference-cpu.toml"])

@@ -9,18 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from _cli import one_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 PR = "experiments/pr47352.toml"
 
 
 def _one_line(args: list[str]) -> str:
-    r = subprocess.run([sys.executable, "-m", "mtpsim", *args], capture_output=True, text=True,
-                       cwd=ROOT, timeout=120)
-    assert r.returncode == 2, (r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-    return lines[0]
+    return one_error_line(*args)
 
 
 @pytest.mark.parametrize("text", ["", "# only a comment\n\n"])

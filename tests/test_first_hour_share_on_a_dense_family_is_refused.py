@@ -3,11 +3,10 @@ lightning indexer (`mla`: DeepSeek-V3/R1) has no top-k row to reuse: simulate, s
 and advise refuse it before any work with one line naming the file and the `policies` field,
 exit 2. Without `policies`, such a model runs `fresh` alone."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _cli import one_error_line
 
 from mtpsim.errors import SpecError
 from mtpsim.spec import experiment_from_dict
@@ -19,13 +18,7 @@ R1 = ('[model]\npreset = "deepseek-v3"\n[hardware]\npreset = "h200"\n[engine]\nt
 
 
 def _one_line(args: list[str]) -> str:
-    r = subprocess.run([sys.executable, "-m", "mtpsim", *args], capture_output=True, text=True,
-                       cwd=ROOT, timeout=120)
-    assert r.returncode == 2, (r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-    assert r.stdout == ""
-    return lines[0]
+    return one_error_line(*args, quiet_stdout=True)
 
 
 @pytest.mark.parametrize("policies", [["fresh", "share"], ["share_recent"], ["target_share"]])
