@@ -107,3 +107,15 @@ def test_advise_does_not_create_its_point_dir_up_front(tmp_path):
 
     assert future_dir(tmp_path / "a" / "b", "--point-dir") == tmp_path / "a" / "b"
     assert not (tmp_path / "a").exists()
+
+
+def test_a_missing_calibration_file_names_the_field_and_where_it_was_set(tmp_path):
+    """Was 'experiments/experiments/pr47352.toml: file not found': the joined path alone, which
+    hid that a --set path is taken from the experiment's folder and which field was wrong."""
+    line = _one_line(["simulate", PR, "--set", "calibration.file=nope.json"])
+    assert line.startswith("error: --set: calibration.file: ") and "experiments/nope.json" in line, line
+    spec = tmp_path / "c.toml"
+    spec.write_text('[calibration]\nfile = "missing.json"\n')
+    line = _one_line(["simulate", str(spec), "--uncertainty", "4"])
+    assert line.startswith(f"error: {spec}: calibration.file: "), line
+    assert str(tmp_path / "missing.json") in line, line

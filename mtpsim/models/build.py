@@ -35,6 +35,26 @@ def calibration_path(exp: Experiment) -> str:
     return str(p)
 
 
+def read_experiment_calibration(exp: Experiment) -> Calibration:
+    """The calibration `[calibration] file` names; a path that holds no file is one line naming
+    the field and where its value came from (the experiment file, or --set), not the joined path
+    alone."""
+    from pathlib import Path
+
+    from mtpsim.calibration.schema import CalibrationError, read_calibration
+
+    path = calibration_path(exp)
+    if not Path(path).exists():
+        by_flag = any(o.partition("=")[0].strip() in ("calibration", "calibration.file")
+                      for o in exp.overrides)
+        raise CalibrationError("--set" if by_flag else exp.source, "calibration.file",
+                               f"expected a calibration file, got {exp.calibration.file!r}, which "
+                               f"is {path}: file not found (a relative path is taken from the "
+                               "experiment file's folder; write one with mtpsim calibrate or "
+                               "mtpsim simulate --trace ... --save-calibration)")
+    return read_calibration(path)
+
+
 def sim_models(exp: Experiment, policy: str,
                calibration: Calibration | None = None) -> SimModels | None:
     """Fitted models for `policy`, from `calibration` or the experiment's `[calibration] file`;
@@ -43,9 +63,7 @@ def sim_models(exp: Experiment, policy: str,
     if calibration is None:
         if not exp.calibration.file:
             return None
-        from mtpsim.calibration.schema import read_calibration
-
-        calibration = read_calibration(calibration_path(exp))
+        calibration = read_experiment_calibration(exp)
     topk = exp.speculative.index_topk
     if topk is None:
         seen = calibration.ranges.get("index_topk", [])

@@ -221,8 +221,7 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int | Poo
               progress: Callable[[int, int], None] | None = None) -> UncertaintyRun:
     """Draw `n` parameter sets, simulate every policy on each, condition on the measured rows
     where the experiment holds them for its own setup."""
-    from mtpsim.calibration.schema import read_calibration
-    from mtpsim.models.build import calibration_path
+    from mtpsim.models.build import read_experiment_calibration
     from mtpsim.runs.executor import as_pool
     from mtpsim.spec import load_experiment
     from mtpsim.uncertainty.limits import check_draws, check_simulations
@@ -233,7 +232,7 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int | Poo
     check_simulations(n, 1, len(exp.policies), "--uncertainty", "point")
     cal = calibration
     if cal is None and exp.calibration.file:
-        cal = read_calibration(calibration_path(exp))
+        cal = read_experiment_calibration(exp)
     file_exp = load_experiment(experiment) if cal is None and exp.calibration.measured else None
     dom = domain_of(exp, cal, file_exp)
     ext = extrapolation(exp, dom)
