@@ -127,10 +127,32 @@ def _al_se(res, boot: int = 1000) -> float:
     return float(np.std(1 + a[idx].sum(1) / d[idx].sum(1), ddof=1))
 
 
+def scored_deltas(name: str, pred: dict, res: dict) -> list:
+    """A configuration's scored share - fresh deltas: acceptance length as the difference of the
+    two runs (SE from each run's), timings as the mean of the paired per-round differences (SE
+    over the rounds; none with fewer than two rounds). v10's rule, reused by v11-v14."""
+    from mtpsim.paired import paired_delta
+    from mtpsim.uncertainty.scoring import Scored
+
+    out = []
+    for m in METRICS:
+        q = {float(k): v for k, v in pred["deltas"][m].items()}
+        if m == "spec_decode_acceptance_length":
+            real_d = float(res["share"].get(m)) - float(res["fresh"].get(m))
+            se = math.hypot(_al_se(res["share"]), _al_se(res["fresh"]))
+        else:
+            pd = paired_delta(res["fresh"], res["share"], m)
+            if pd is None or pd.n < 2:
+                continue
+            real_d = pd.mean
+            se = statistics.stdev(pd.deltas_pct) / math.sqrt(pd.n)
+        out.append(Scored(name, "share - fresh", m, real_d, q, se, 0.0, pred["inside"], delta=True))
+    return out
+
+
 def score(out: Path) -> dict:
     from mtpsim.calibration.schema import read_calibration
     from mtpsim.fileio import atomic_write_json
-    from mtpsim.paired import paired_delta
     from mtpsim.result import load_result
     from mtpsim.uncertainty.scoring import Scored, report
 
@@ -158,18 +180,7 @@ def score(out: Path) -> dict:
                     se, drift = _al_se(res[p]), 0.0
                 values.append(Scored(name, p, m, float(res[p].get(m)), q, se, drift, pred["inside"],
                                      extra={"probe_scale": s}))
-        for m in METRICS:
-            q = {float(k): v for k, v in pred["deltas"][m].items()}
-            if m == "spec_decode_acceptance_length":
-                real_d = float(res["share"].get(m)) - float(res["fresh"].get(m))
-                se = math.hypot(_al_se(res["share"]), _al_se(res["fresh"]))
-            else:
-                pd = paired_delta(res["fresh"], res["share"], m)
-                if pd is None or pd.n < 2:
-                    continue
-                real_d = pd.mean
-                se = statistics.stdev(pd.deltas_pct) / math.sqrt(pd.n)
-            values.append(Scored(name, "share - fresh", m, real_d, q, se, 0.0, pred["inside"], delta=True))
+        values += scored_deltas(name, pred, res)
     rep = report(values)
     rep["configs_scored"] = sorted({v.config for v in values})
     rep["rows"] = [{"config": v.config, "what": v.what, "metric": v.metric, "real": v.real,

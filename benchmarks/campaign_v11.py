@@ -58,6 +58,7 @@ from campaign_v10 import (  # noqa: E402  (v10's helpers, unchanged)
     _cal_set,
     _probe_cpu,
     mtpsim,
+    scored_deltas,
 )
 
 EXP = ROOT / "experiments" / "heldout" / "v11"
@@ -167,31 +168,8 @@ def scored_values(out: Path, configs: tuple[str, ...] = CONFIGS) -> list:
                     se, drift = _al_se(res[p]), 0.0
                 values.append(Scored(name, p, m, float(res[p].get(m)), q, se, drift, pred["inside"],
                                      extra={"probe_scale": s}))
-        values += delta_values(name, pred, res)
+        values += scored_deltas(name, pred, res)
     return values
-
-
-def delta_values(name: str, pred: dict, res: dict) -> list:
-    """A configuration's scored share - fresh deltas: acceptance length as the difference of the
-    two runs (SE from each run's), timings as the mean of the paired per-round differences (SE
-    over the rounds; none with fewer than two rounds). v11's rule, reused by v12-v14."""
-    from mtpsim.paired import paired_delta
-    from mtpsim.uncertainty.scoring import Scored
-
-    out = []
-    for m in METRICS:
-        q = {float(k): v for k, v in pred["deltas"][m].items()}
-        if m == "spec_decode_acceptance_length":
-            real_d = float(res["share"].get(m)) - float(res["fresh"].get(m))
-            se = math.hypot(_al_se(res["share"]), _al_se(res["fresh"]))
-        else:
-            pd = paired_delta(res["fresh"], res["share"], m)
-            if pd is None or pd.n < 2:
-                continue
-            real_d = pd.mean
-            se = statistics.stdev(pd.deltas_pct) / math.sqrt(pd.n)
-        out.append(Scored(name, "share - fresh", m, real_d, q, se, 0.0, pred["inside"], delta=True))
-    return out
 
 
 def half_widths(values: list) -> dict[str, float | None]:

@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import campaign_v11 as v11  # noqa: E402  (v11's prediction, judging and penalty, unchanged)
 import campaign_v12 as v12  # noqa: E402  (v12's hashes and log, unchanged)
-from campaign_v10 import BOOTSTRAP, DRIFT_CPU, METRICS, POLICIES, _al_se, mtpsim  # noqa: E402
+from campaign_v10 import BOOTSTRAP, DRIFT_CPU, METRICS, POLICIES, _al_se, mtpsim, scored_deltas  # noqa: E402
 
 EXP = ROOT / "experiments" / "heldout" / "v14"
 # the registered order: slice i runs right before CONFIGS[i]; inside and outside alternate
@@ -187,7 +187,7 @@ def scored_values(out: Path, configs: tuple[str, ...] = CONFIGS) -> list:
         pred = json.loads(pred_path.read_text())
         res = {p: load_result(real / f"{p}.json") for p in POLICIES}
         values += level_values(name, pred, res, unit)
-        values += v11.delta_values(name, pred, res)  # the deltas: v13's, unchanged
+        values += scored_deltas(name, pred, res)  # the deltas: v13's, unchanged
     return values
 
 
