@@ -358,16 +358,32 @@ def main(argv: list[str] | None = None) -> int:
 
         a.out.mkdir(parents=True, exist_ok=True)
         atomic_write_json(a.out / "public_corpus.json",
-                          {"draws": a.uncertainty, "summary": summary, "k_pairs": pairs,
-                           "refused": refused,
+                          {"draws": a.uncertainty, "code": provenance(), "summary": summary,
+                           "k_pairs": pairs, "refused": refused,
                            "rows": results, "split": {r["id"]: split[r["id"]] for r in results}})
     return 0
+
+
+def provenance() -> dict:
+    """The checkout that scored the rows: HEAD's commit and whether tracked files differed from it
+    (a score JSON is only reproducible from a clean commit), so a shipped file names its code."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
+                                  timeout=30, check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    commit = git("rev-parse", "HEAD")
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no")) if commit else None
+    return {"commit": commit or None, "dirty": dirty}
 
 
 def merge(dirs: list[Path], rows: list[dict], split: dict[str, str], out: Path | None) -> int:
     """One summary over the rows of several runs' public_corpus.json (same draws each; a row
     in two runs is an error, as are runs with different draws)."""
-    results, refused, draws = [], {}, set()
+    results, refused, draws, codes = [], {}, set(), []
     for d in dirs:
         f = d / "public_corpus.json"
         try:
@@ -375,6 +391,7 @@ def merge(dirs: list[Path], rows: list[dict], split: dict[str, str], out: Path |
             draws.add(data["draws"])
             results += data["rows"]
             refused.update(data["refused"])
+            codes.append({"dir": d.name, **data.get("code", {"commit": None, "dirty": None})})
         except (OSError, ValueError, KeyError, TypeError) as e:
             print(f"error: {f}: expected a public_corpus.json written by --out ({e})", file=sys.stderr)
             return 2
@@ -393,7 +410,9 @@ def merge(dirs: list[Path], rows: list[dict], split: dict[str, str], out: Path |
 
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_json(out / "public_corpus.json",
-                          {"draws": n, "summary": summary, "k_pairs": pairs, "refused": refused,
+                          {"draws": n, "code": provenance(),
+                           "merged": codes,
+                           "summary": summary, "k_pairs": pairs, "refused": refused,
                            "rows": results, "split": {r["id"]: split[r["id"]] for r in results}})
     return 0
 

@@ -61,3 +61,19 @@ def test_only_with_an_unknown_or_inexpressible_id_is_one_line_and_exit_2(capsys,
     if closed:
         assert pc.main(["--only", closed[0]]) == 2
         assert "not expressible" in capsys.readouterr().err
+
+
+def test_a_merged_score_names_the_code_of_every_run_and_its_own(tmp_path):
+    """A shipped score JSON must say which commit made it: the merge records each input run's
+    `code` (None where an older run had none) and the checkout that merged them."""
+    a = write(tmp_path / "a", [fake_row(PAIR[0], 2000.0)])
+    b = write(tmp_path / "b", [fake_row(PAIR[1], 2600.0)])
+    data = json.loads((a / "public_corpus.json").read_text())
+    data["code"] = {"commit": "0" * 40, "dirty": False}
+    (a / "public_corpus.json").write_text(json.dumps(data))
+    assert pc.main(["--merge", str(a), str(b), "--out", str(tmp_path / "all")]) == 0
+    got = json.loads((tmp_path / "all" / "public_corpus.json").read_text())
+    assert got["merged"] == [{"dir": "a", "commit": "0" * 40, "dirty": False},
+                             {"dir": "b", "commit": None, "dirty": None}]
+    assert len(got["code"]["commit"]) == 40 and isinstance(got["code"]["dirty"], bool)
+    assert got["code"] == pc.provenance()
