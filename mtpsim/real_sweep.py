@@ -155,7 +155,8 @@ def run_repeats(experiment: ExperimentRef, point: Point, plan: RealPlan, repeats
         for r in repeats:
             exp = load_point(experiment, repeat_overrides(point, base.seed, r))
             for policy in exp.policies:
-                result, trace = runner(exp, policy, None)
+                # the sweep's own bar shows progress: a served run's bench client draws none
+                result, trace = runner(exp, policy, _no_progress)
                 result.extra.node, result.extra.repeat = node, r
                 result.extra.point_id = point.point_id
                 trace_path = work / f"r{r}-{policy}.trace.jsonl"
@@ -164,6 +165,10 @@ def run_repeats(experiment: ExperimentRef, point: Point, plan: RealPlan, repeats
                       "trace": trace_path.read_text(encoding="utf-8")})
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _no_progress(done: int, total: int) -> None:
+    return None
 
 
 def _node_name(node: dict[str, Any]) -> str:

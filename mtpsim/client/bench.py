@@ -170,13 +170,19 @@ async def _timed_run(session: aiohttp.ClientSession, cfg: BenchConfig,
 
 
 def _progress(enabled: bool, total: int) -> Any:
+    """A transient bar on stderr, only where stderr is a terminal: elsewhere (a log file, a
+    pipe, a sweep worker's captured stderr) rich ends it with a blank line and draws nothing."""
     if not enabled:
         return None
     from rich.console import Console
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        return None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     return Progress("[progress.description]{task.description}", BarColumn(),
-                    MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True),
+                    MofNCompleteColumn(), TimeElapsedColumn(), console=console,
                     transient=True)
 
 
