@@ -51,6 +51,7 @@ import padded_indexer_development as padded  # noqa: E402  (trace reading, padde
 
 import mtpsim.calibration.fit as fit  # noqa: E402
 import mtpsim.models.cost as cost  # noqa: E402
+import mtpsim.models.fitted as fitted  # noqa: E402  (its own binding of cost_features prices)
 from mtpsim.calibration.shift import is_prefill, trace_kind  # noqa: E402
 from mtpsim.engine.engine import PREFILL_ROW_KEYS  # noqa: E402
 from mtpsim.fileio import atomic_write_json  # noqa: E402
@@ -124,13 +125,14 @@ _FIT_COST = fit.fit_cost
 def candidate(name: str) -> Iterator[None]:
     """Swap the candidate's step quantities, features or fitting scope into the fit and the
     pricing (module globals), and restore them after."""
-    saved = (fit.step_quantities, fit.cost_features, cost.cost_features, fit._nnls, fit.fit_cost)
+    saved = (fit.step_quantities, fit.cost_features, cost.cost_features, fitted.cost_features, fit._nnls,
+             fit.fit_cost)
     try:
         if name == "padded_indexer":
             fit.step_quantities = padded.padded_quantities
         elif name == "prompt_chunks":
             fit.step_quantities = chunked_quantities
-            fit.cost_features = cost.cost_features = chunked_features
+            fit.cost_features = cost.cost_features = fitted.cost_features = chunked_features
         elif name == "decode_scope":
             masks: list[np.ndarray] = []
 
@@ -150,7 +152,8 @@ def candidate(name: str) -> Iterator[None]:
             raise ValueError(name)
         yield
     finally:
-        fit.step_quantities, fit.cost_features, cost.cost_features, fit._nnls, fit.fit_cost = saved
+        (fit.step_quantities, fit.cost_features, cost.cost_features, fitted.cost_features, fit._nnls,
+         fit.fit_cost) = saved
 
 
 def decode_ratio(cal, traces: list[Trace], by_batch: bool = False) -> float | dict[int, float]:

@@ -130,6 +130,23 @@ def ratios(cal, traces) -> dict[str, float]:
     return {k: m / p for k, (m, p) in acc.items() if p > 0}
 
 
+def profile(cal, traces) -> dict[str, dict[int, float]]:
+    """In-sample measured / priced seconds of decode-only steps by kind and batch size."""
+    acc: dict[str, dict[int, list[float]]] = {}
+    for tr in traces:
+        q, _ = fit.step_quantities(tr)
+        pr = FittedCost(cal, tr.policy, tr.num_speculative_tokens, tr.index_topk).priced(q)
+        priced = np.broadcast_to(sum(pr[p] for p in PHASES) - cal.cost.gap_s, (len(tr.steps),))
+        dec = ~is_prefill(q.prefill_tokens)
+        by = acc.setdefault(fit.trace_kind(tr).removeprefix("calibrate-"), {})
+        for j, st in enumerate(tr.steps):
+            if dec[j]:
+                a = by.setdefault(len(st.requests), [0.0, 0.0])
+                a[0] += sum(st.phases.values())
+                a[1] += float(priced[j])
+    return {k: {b: m / p for b, (m, p) in sorted(v.items())} for k, v in sorted(acc.items())}
+
+
 def test_traces(campaign: str, unit: float | None) -> dict[str, list]:
     """Every test configuration's round traces; with `unit`, each on it by its run's pooled level."""
     out = {}
@@ -202,12 +219,17 @@ def main() -> None:
                                       for k, v in ws.kinds.items()}}
                 if key in tests:
                     row[f"{key}_tests"] = replay(c, tests[key])
+                if key == "v14":
+                    row["v14_in_sample_by_batch"] = profile(c, traces)
         rows[name] = row
         kinds = " / ".join(f"{v['decode']:.3f}" for v in row["v14"]["kinds"].values())
         print(f"{name:24s} v14 decode SD {row['v14']['decode_sd']:.3f} prefill {row['v14']['prefill_sd']:.3f}"
               f" ({kinds}) | dense {row['dense']['decode_sd']:.3f} | v13 cal {row['v13']['decode_sd']:.3f} | "
               f"replay RMS v14 {row['v14_tests']['decode']['rms_log']:.3f} "
               f"v13 {row['v13_tests']['decode']['rms_log']:.3f}", flush=True)
+    for name in ("as_shipped", "padded_indexer"):
+        print(f"{name} in-sample by batch size (v14):", {k: {b: round(x, 2) for b, x in v.items()}
+              for k, v in rows[name]["v14_in_sample_by_batch"].items()})
     verdict = judge(rows)
     print("kinds order:", list(rows["as_shipped"]["v14"]["kinds"]))
     print("verdict:", {n: v["passes"] for n, v in verdict["candidates"].items()},

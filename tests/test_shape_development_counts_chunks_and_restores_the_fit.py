@@ -14,6 +14,7 @@ import shape_development as sd  # noqa: E402
 
 import mtpsim.calibration.fit as fit  # noqa: E402
 import mtpsim.models.cost as cost  # noqa: E402
+import mtpsim.models.fitted as fitted  # noqa: E402
 
 
 def test_a_prompt_is_scored_chunk_by_chunk_up_to_each_chunks_end():
@@ -28,14 +29,16 @@ def test_a_prompt_is_scored_chunk_by_chunk_up_to_each_chunks_end():
 @pytest.mark.parametrize("name", ["padded_indexer", "prompt_chunks", "decode_scope"])
 def test_every_candidate_restores_the_fit_and_the_pricing(name):
     before = (fit.step_quantities, fit.cost_features, cost.cost_features, fit._nnls, fit.fit_cost,
-              fit.trace_kind)
+              fit.trace_kind, fitted.cost_features)
     with pytest.raises(RuntimeError), sd.candidate(name):
         assert (fit.step_quantities, fit.cost_features, fit._nnls, fit.fit_cost) != before[:2] + before[3:5]
+        if name == "prompt_chunks":  # the pricing (FittedCost's own binding) sees the chunks too
+            assert fitted.cost_features is sd.chunked_features
         raise RuntimeError("interrupted")
     with sd.grouped({}):
         assert fit.trace_kind is not before[5]
     assert (fit.step_quantities, fit.cost_features, cost.cost_features, fit._nnls, fit.fit_cost,
-            fit.trace_kind) == before
+            fit.trace_kind, fitted.cost_features) == before
 
 
 def test_an_unknown_candidate_is_refused():
