@@ -6,11 +6,18 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from mtpsim.errors import UserError
+
+try:
+    import fcntl
+except ImportError:  # Windows: the temporaries of killed writes are left in place there
+    fcntl = None  # type: ignore[assignment]
 
 
 def _umask() -> int:
@@ -38,17 +45,63 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     except OSError as e:
         raise UserError(path, None, f"could not write the file ({_reason(e)})") from None
     try:
+        _lock(fd, fcntl.LOCK_EX if fcntl else 0)  # held until the rename: this temp file is live
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+            os.replace(tmp, path)
     except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(e, OSError):
             raise UserError(path, None, f"could not write the file ({_reason(e)})") from None
         raise
+    _remove_stale_temporaries(path.parent)
+
+
+_TMP = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")  # mkstemp(prefix=".NAME.", suffix=".tmp")
+_STALE_AFTER_S = 5.0  # covers a live writer between mkstemp and its lock
+_swept: set[str] = set()
+
+
+def _lock(fd: int, how: int) -> bool:
+    """flock `fd` without waiting; False where it is held elsewhere or locks are unsupported."""
+    if fcntl is None:
+        return False
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+
+
+def _remove_stale_temporaries(folder: Path) -> None:
+    """Remove the temporary files of writes that were killed before their rename (SIGKILL, a
+    power cut): our own naming (`.NAME.XXXXXXXX.tmp`), older than a few seconds and not locked,
+    so not held by a live writer. Once per folder and process, after a successful write."""
+    key = os.path.abspath(folder)
+    if fcntl is None or key in _swept:
+        return
+    _swept.add(key)
+    try:
+        with os.scandir(folder) as entries:
+            stale = [e.path for e in entries if _TMP.fullmatch(e.name) and e.is_file(follow_symlinks=False)
+                     and e.stat(follow_symlinks=False).st_mtime < time.time() - _STALE_AFTER_S]
+    except OSError:
+        return
+    for tmp in stale:
+        try:
+            fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            if _lock(fd, fcntl.LOCK_SH):
+                os.unlink(tmp)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def _reason(e: OSError) -> str:
