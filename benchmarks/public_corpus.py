@@ -68,6 +68,13 @@ FULL_WIDTH_VERSIONS = {"vllm": ("0.13.0", "nightly (Dec 2025)", "0.14.1",
 # rows' main (July 2026) is not listed either: their 10,240-token prompts never end within top-k.
 MQA_PREFILL_VERSIONS = {"vllm": ("0.13.0", "nightly (Dec 2025)", "0.14.1",
                                  "main (Feb 2026, before PR #33680)")}
+# vLLM versions before PR #33568 (opened 2026-02-02: "[Perf] Disable clean_logits in deepgemm
+# fp8_mqa_logits kernel", against v0.16.0rc0, where deep_gemm.py still passed clean_logits=True;
+# read as True in 0.13.0's own wheel): DeepGEMM filled each indexer logits row with -inf outside its
+# keys, a decode row max_model_len wide. The February 2026 main is listed because PR #33680's
+# table runs a separate `clean_logits=False` arm beside its main (assumed: its main still filled).
+CLEAN_LOGITS_VERSIONS = {"vllm": ("0.13.0", "nightly (Dec 2025)", "0.14.1",
+                                  "main (Feb 2026, before PR #33680)")}
 # DeepSeek-V3.2's model card recommends temperature 1.0 and top_p 0.95 for local deployment; vLLM
 # serves the checkpoint's generation config as the default, assumed to carry them
 DEEPSEEK_TOP_P = 0.95
@@ -130,6 +137,9 @@ def experiment_text(row: dict) -> str:
           else []),
         *(["dense_short_prefill = false  # sparse MQA for every prompt row before vLLM PR #47327"]
           if row["engine_version"] in MQA_PREFILL_VERSIONS.get(row["engine"], ()) and not mla
+          else []),
+        *(["indexer_clean_logits = true  # DeepGEMM's -inf fill of the logits before vLLM PR #33568"]
+          if row["engine_version"] in CLEAN_LOGITS_VERSIONS.get(row["engine"], ()) and not mla
           else []),
         *(["api_server_count = 1  # vLLM's default before PR #32525"]
           if row["dp"] > 1 and row["engine_version"] in ONE_API_SERVER_VERSIONS else []),

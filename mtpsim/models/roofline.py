@@ -127,6 +127,16 @@ DISPATCH_BYTES = {"fp8": 1 + 4 / 128, "nvfp4": 0.5 + 1 / 16}
 # min(max_num_seqs x (1 + k) x 2, 512; 1024 on Blackwell), capped at max_num_batched_tokens; uniform
 # decode batches are captured up to it. A step over it runs without CUDA graphs.
 GRAPH_MAX_TOKENS, GRAPH_MAX_TOKENS_BLACKWELL = 512, 1024
+# vLLM before PR #33568 (opened 2026-02-02, "[Perf] Disable clean_logits in deepgemm fp8_mqa_logits
+# kernel"; 0.13.0's utils/deep_gemm.py passes clean_logits=True to fp8_paged_mqa_logits and
+# leaves fp8_mqa_logits at DeepGEMM's default, true) had DeepGEMM's smxx_clean_logits (v2.1.1,
+# deep_gemm/include/deep_gemm/impls/smxx_clean_logits.cuh) write -inf (fp32) into every column
+# of every indexer logits row outside its keys: a decode row's logits are max_model_len wide
+# (`[B x next_n, max_model_len]`), a prompt row's as wide as all the step's prompt keys (one
+# chunk: the workspace holds 40 x max_model_len keys). The kernel runs one block per SM, splits
+# the rows over the SMs and then over its warps, and each warp's elected thread issues the 32 KB
+# bulk stores of its rows in turn (`engine.indexer_clean_logits`, `_clean_logits`).
+CLEAN_WARPS_PER_SM = 8
 
 
 @functools.lru_cache(maxsize=16)
@@ -202,6 +212,7 @@ class CostModel:
     _sms: int = field(init=False, repr=False, compare=False)  # SMs, for the GEMMs' waves
     _gemm_peak: dict = field(init=False, repr=False, compare=False)  # dtype -> FLOP/s x gemm_eff.
     _short: tuple = field(init=False, repr=False, compare=False)  # (dense MHA, indexer skipped)
+    _clean: int = field(init=False, repr=False, compare=False)  # logits row width filled, 0: none
 
     def __post_init__(self) -> None:
         hw, c = self.exp.hardware, self.exp.calibration
@@ -234,6 +245,10 @@ class CostModel:
         dense_short = self.exp.engine.dense_short_prefill and not _dense(m)
         object.__setattr__(self, "_short", (dense_short, dense_short and hw.architecture in (
             "hopper", "blackwell")))
+        # max_model_len as vLLM resolves it (mtpsim.models.memory.max_model_len)
+        object.__setattr__(self, "_clean", (self.exp.engine.max_model_len
+                                            or m.max_position_embeddings)
+                           if self.exp.engine.indexer_clean_logits and not _dense(m) else 0)
 
     # ---- derived constants -------------------------------------------------------------------
     def _params(self) -> dict[str, float]:
@@ -574,6 +589,25 @@ class CostModel:
         return self._roof(nbytes, flops / self._rate("fp8"),
                           n_layers * (KERNELS["indexer"] + KERNELS["topk"])) * (pairs > 0)
 
+    def _clean_logits(self, n_layers: int, rows: Num, width: Num, valid: Num) -> Num:
+        """DeepGEMM's -inf fill of `n_layers` indexers' logits (`engine.indexer_clean_logits`):
+        `rows` query rows `width` fp32 columns wide, `valid` entries of them scored and not
+        filled. Per layer the bytes at the HBM rate, but at least the busiest warp's rows at
+        `calibration.clean_row_gbps` (CLEAN_WARPS_PER_SM), plus one kernel."""
+        if not self._clean:
+            return 0.0 * rows
+        nbytes = 4.0 * np.maximum(rows * width - valid, 0.0)
+        per_warp = np.ceil(np.ceil(rows / self._sms) / CLEAN_WARPS_PER_SM)
+        serial = per_warp * 4.0 * width / (self.exp.calibration.clean_row_gbps * 1e9)
+        t = np.maximum(nbytes / self._hbm, serial) + self._floor_us * 1e-6
+        return n_layers * t * (rows > 0)
+
+    def _decode_clean(self, n_layers: int, rows: Num, ctx: Num) -> Num:
+        """The fill of `rows` decode query rows over `ctx` context keys in all (each row is
+        max_model_len wide)."""
+        return self._clean_logits(n_layers, rows, float(self._clean), ctx) if self._clean \
+            else 0.0 * rows
+
     def _row_shards(self) -> int:
         """TP ranks that split a prefill's indexer rows (vLLM 0.33.0,
         `tp_prefill_row_sharding_supported` in v1/attention/backends/mla/indexer.py: CUDA, TP > 1,
@@ -692,6 +726,9 @@ class CostModel:
                  "norms, residuals, quantization, MoE combine": self._elementwise(st.layers,
                                                                                    tokens),
                  "LM head + sampling (last chunk)": self._head(1)}
+        if self._clean:
+            parts["indexer logits -inf fill (clean_logits)"] = self._clean_logits(
+                st.indexer, tokens / self._row_shards(), float(end), pairs) * scored
         if st.linear:
             parts["linear attention (projections, chunked state update)"] = \
                 self._linear_attention(st.linear, tokens, 0.0, tokens)
@@ -724,13 +761,17 @@ class CostModel:
                                 x(s.decode_ctx) + scored * x(s.prefill_reads),
                                 vt + x(s.prefill_done), x(s.prefill_keys), x(s.prefill_reads),
                                 x(s.num_decode), ptok, ppairs)
-            prefill = both - x(verify) + scored * self._topk_gather(self._stack.indexer, ptok)
+            prefill = both - x(verify) + scored * (
+                self._topk_gather(self._stack.indexer, ptok)
+                + self._clean_logits(self._stack.indexer, ptok / shards, x(s.prefill_reads),
+                                     ppairs / shards))
             if at is not None:
                 full = np.zeros(np.shape(s.prefill_tokens))
                 full[at] = prefill
                 prefill = full
         else:
             prefill = 0.0 * verify
+        verify = verify + self._decode_clean(self._stack.indexer, v_tok, q * s.decode_ctx)
         if k == 0:  # plain decoding: no MTP layer runs, only the target and its sampling
             return self._phases(s, prefill, verify, 0.0 * verify, 0.0 * verify, 0.0 * verify)
         # draft step 0: the MTP layer over the newly verified tokens and the prompt chunks
@@ -743,7 +784,10 @@ class CostModel:
                                       s.prefill_pairs) if np.any(s.prefill_keys) else 0.0)
             + (self._indexer(n_mtp, q * s.decode_ctx + s.prefill_pairs / shards,
                              s.decode_ctx + s.prefill_reads)
-               + self._topk_gather(n_mtp, s.prefill_tokens) if own_indexer else 0.0)
+               + self._topk_gather(n_mtp, s.prefill_tokens)
+               + self._decode_clean(n_mtp, v_tok, q * s.decode_ctx)
+               + self._clean_logits(n_mtp, s.prefill_tokens / shards, s.prefill_reads,
+                                    s.prefill_pairs / shards) if own_indexer else 0.0)
             + self._allreduce(n_mtp, d_tok, n_mtp)
             + self._head(s.num_draft))
         if t.reuses_own_row and mtp_idx and np.any(s.num_draft):
@@ -759,7 +803,8 @@ class CostModel:
                             + self._allreduce(n_mtp, b, n_mtp) + self._head(b))
             if t.runs_indexer(1):
                 indexer = (steps * (self._gemms(b, 0, 0, 0, n_mtp)
-                                    + self._indexer(n_mtp, s.draft_ctx, s.draft_ctx))
+                                    + self._indexer(n_mtp, s.draft_ctx, s.draft_ctx)
+                                    + self._decode_clean(n_mtp, b, s.draft_ctx))
                            if mtp_idx else 0.0 * rest)
             else:
                 indexer = 0.0 * rest

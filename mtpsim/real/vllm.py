@@ -42,6 +42,10 @@ class Vllm(ModelServer):
             raise UserError(exp.source, "engine.dense_short_prefill", "expected true with "
                             "--engine vllm: vLLM 0.33.0 runs prompts within top-k as dense MHA; "
                             "false describes vLLM before PR #47327 for the simulator only")
+        if exp.engine.indexer_clean_logits:
+            raise UserError(exp.source, "engine.indexer_clean_logits", "expected false with "
+                            "--engine vllm: vLLM 0.33.0 does not fill the indexer's logits; true "
+                            "describes vLLM before PR #33568 for the simulator only")
 
     def runner(self, out: Path, trace: bool = False, bench_client: str = "mtpsim",
                smoke: bool = False, weights: str | None = None) -> PolicyRunner:

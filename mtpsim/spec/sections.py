@@ -217,6 +217,12 @@ class EngineSpec:
                                        "(vLLM 0.33.0, since vLLM PR #47327 of July 2026); off, "
                                        "every prompt row goes through the sparse MLA kernel "
                                        "(vLLM before it)")
+    indexer_clean_logits: bool = option(False, "the indexer's logits kernels fill every column "
+                                        "of each query row outside its keys with -inf "
+                                        "(DeepGEMM clean_logits=True: vLLM before PR #33568 of "
+                                        "February 2026, e.g. 0.13.0 and 0.14.1): a decode row is "
+                                        "max_model_len wide, a prompt row as wide as the step's "
+                                        "prompt keys; off (vLLM 0.33.0), nothing is filled")
     api_server_count: int = option(0, "vLLM --api-server-count: API-server processes in front "
                                    "of the engines (0 = vLLM 0.33.0's default, one per DP rank; "
                                    "vLLM before 0.15 ran one for all ranks)", in_range(0, 1024))
@@ -372,6 +378,10 @@ class CalibrationSpec:
                                           "tokens reach the client late and waiting requests "
                                           "are admitted late; without max_concurrency only",
                                           in_range(0, 1e5))
+    clean_row_gbps: float = option(16.0, "engine.indexer_clean_logits: GB/s at which one warp "
+                                   "of DeepGEMM's fill kernel writes its logits row (one row per "
+                                   "warp, 8 warps per SM; the step's fill takes at least its "
+                                   "busiest warp's rows at this rate)", in_range(0.01, 1e5))
     moe_imbalance: float = option(1.3, "expert parallelism: the busiest GPU's routed tokens over "
                                   "the mean (1 = uniform routing)", in_range(1, 16))
     fit: tuple[str, ...] = option(("mem_efficiency", "compute_efficiency"),

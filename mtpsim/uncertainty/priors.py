@@ -103,6 +103,14 @@ PARAMS: dict[str, Param] = {
         "completions chunk; the chat path (template deltas, reasoning and tool parsers) up to "
         "~2x; drawn only without max_concurrency", calibrated_by_file=True,
         only_with=("workload.max_concurrency", (None,))),
+    "clean_row_gbps": Param(
+        "calibration.clean_row_gbps", 0.01, 1e5, "loguniform(5, 50)",
+        "public, one figure: vLLM PR #33568 gained 15 % output throughput on 8 x H200 (TP8, 16 "
+        "requests, MTP k = 1, TPOT 31.6 ms) by dropping DeepGEMM's logits fill; at ~1.8 tokens "
+        "a step and 62 indexers a step that is <= ~120 µs per fill of 32 rows of 655 KB, so "
+        ">= ~5.5 GB/s per warp; the upper end, an SM's share of the H200's HBM (4.8 TB/s / 132 "
+        "= 36 GB/s) rounded up, is assumed; drawn only with engine.indexer_clean_logits",
+        calibrated_by_file=True, only_with=("engine.indexer_clean_logits", (True,))),
     "moe_imbalance": Param(
         "calibration.moe_imbalance", 1.0, 16.0, "uniform(1.05, 1.8)",
         "assumed, wide: the busiest GPU's routed tokens over the mean under expert parallelism "

@@ -25,7 +25,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "sharing-off row": ("mem_efficiency", "compute_efficiency", "gemm_efficiency",
                         "comm_efficiency", "overhead_ms", "eager_overhead_ms", "moe_imbalance",
                         "host_us_per_request", "frontend_ms_per_request",
-                        "frontend_us_per_chunk", "sort_sampler_cost"),
+                        "frontend_us_per_chunk", "sort_sampler_cost", "clean_row_gbps"),
     "real run at this configuration": ("z_time", "z_time_policy", "z_accept", "z_accept_policy",
                                        "calibration refit", "workload shift"),
 }
