@@ -175,7 +175,9 @@ def round_path(out: Path, r: int, n_rounds: int, policy: str) -> Path:
 
 def finished_round(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
                     weights_sha: str | None, r: int, n_rounds: int) -> tuple[Result, object] | None:
-    """A complete round of the same run at `path` with its trace, or None (then it reruns)."""
+    """A complete round of the same run at `path` with its trace, or None (then it reruns). A
+    round's trace is written before its result, so a result without its trace was moved or
+    deleted: refused, not rerun over (that would replace a finished measurement)."""
     from mtpsim.trace import read_trace
 
     res = finished(path, mode, policy, exp, served, weights_sha, rounds=1)
@@ -186,7 +188,11 @@ def finished_round(path: Path, mode: str, policy: str, exp: Experiment, served: 
         raise UserError(path, "extra.round", f"expected round {r + 1} of {n_rounds}, found "
                         f"{where}; rerun with --force or choose another --out")
     trace_path = path.with_suffix(".trace.jsonl")
-    return (res, read_trace(trace_path)) if trace_path.is_file() else None
+    if not trace_path.is_file():
+        raise UserError(path, None, f"expected its trace {trace_path.name} beside it (a round writes "
+                        "its trace before its result, so it was moved or deleted): put it back, "
+                        "or move this result aside to rerun the round, or rerun with --force")
+    return res, read_trace(trace_path)
 
 
 def check_rounds(out: Path, plan: list[tuple[tuple[str, ...], range]], kept: dict[str, Result],
