@@ -10,6 +10,7 @@ and prices all steps once at the end; otherwise it prices each run of steps as i
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,8 +60,14 @@ class Clock:
         return self._t + self._idle
 
     def wait_until(self, t: float) -> None:
-        """Nothing runs until `t` (seconds)."""
-        self._idle = max(self._idle, t - self.now())
+        """Nothing runs until `t` (seconds): `now()` is at least `t` after it. The wait counts
+        from `_t`, and is rounded up where `_t + (t - _t)` falls short of `t` by an ulp (t more
+        than twice `_t`): else the send due at `t` never came due and the loop waited forever."""
+        self._flush()
+        idle = t - self._t
+        while self._t + idle < t:
+            idle = math.nextafter(idle, math.inf)
+        self._idle = max(self._idle, idle)
 
     def times(self) -> np.ndarray:
         """[pos + 1] seconds at each position."""
