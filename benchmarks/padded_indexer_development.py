@@ -23,12 +23,9 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 import mtpsim.calibration.fit as fit
-from mtpsim.calibration.fit import fit_traces
+from mtpsim.calibration.fit import fit_traces, padded_quantities
 from mtpsim.fileio import atomic_write_json
-from mtpsim.models.cost import StepShape
 from mtpsim.models.fitted import FittedCost
 from mtpsim.result import PHASES
 from mtpsim.trace import Trace, read_trace
@@ -48,27 +45,8 @@ def _traces(real_dir: Path, policies: tuple[str, ...]) -> list[Trace]:
 
 
 PER_REQUEST = fit.step_quantities
-
-
-def padded_quantities(tr: Trace) -> tuple[StepShape, np.ndarray]:
-    """As fit.step_quantities, with each step's decoding contexts summed as (requests x the longest)
-    and the drafting ones likewise (each new prompt drafts in a call of its own)."""
-    q, gaps = PER_REQUEST(tr)
-    last: dict[str, int] = {}
-    for j, st in enumerate(tr.steps):
-        for r in st.requests:
-            last[r.id] = j
-    dec, drf = np.asarray(q.decode_ctx, float).copy(), np.asarray(q.draft_ctx, float).copy()
-    for j, st in enumerate(tr.steps):
-        ctx = np.asarray([r.context_len for r in st.requests], float)
-        if not ctx.size:
-            continue
-        keep = ctx[[last[r.id] != j for r in st.requests]]
-        new = drf[j] - keep.sum()  # the new prompts' contexts
-        dec[j] = ctx.size * ctx.max()
-        drf[j] = (keep.size * keep.max() if keep.size else 0.0) + new
-    q.decode_ctx, q.draft_ctx = dec, drf
-    return q, gaps
+# padded_quantities (mtpsim.calibration.fit, the fit option indexer_keys = "padded"): as
+# step_quantities, each step's decoding (and batch-drafting) contexts as requests x the longest
 
 
 def _ratios(cal, traces: list[Trace], quantities) -> dict[str, float]:

@@ -12,7 +12,7 @@ steps (measured / priced decode seconds; extra development data, also seen):
 - `as_shipped`: mtpsim's features (reproduces the calibration file's 0.090).
 - `padded_indexer`: the batched indexer scores every row over the batch's longest context
   (`n_keys = input_pos.max() + 1`), so decode and draft contexts count as requests x the longest
-  (benchmarks/padded_indexer_development.padded_quantities).
+  (mtpsim.calibration.fit.padded_quantities: the fit option indexer_keys = "padded").
 - `prompt_chunks`: a prompt is prefilled and draft-prefilled in chunks of PREFILL_ROW_KEYS //
   top-k rows, one model call each, and each chunk's indexer scores its rows over all keys up to
   the chunk's end; the features counted one draft call per prompt and causal pairs.
@@ -47,7 +47,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import padded_indexer_development as padded  # noqa: E402  (trace reading, padded contexts)
+import padded_indexer_development as padded  # noqa: E402  (trace reading)
 
 import mtpsim.calibration.fit as fit  # noqa: E402
 import mtpsim.models.cost as cost  # noqa: E402
@@ -129,7 +129,7 @@ def candidate(name: str) -> Iterator[None]:
              fit.fit_cost)
     try:
         if name == "padded_indexer":
-            fit.step_quantities = padded.padded_quantities
+            fit.step_quantities = fit.padded_quantities
         elif name == "prompt_chunks":
             fit.step_quantities = chunked_quantities
             fit.cost_features = cost.cost_features = fitted.cost_features = chunked_features

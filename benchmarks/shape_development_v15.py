@@ -9,7 +9,8 @@ official measurement (`fit.fit_cost`, `fit.measure_shift`):
 
 - `as_shipped`: mtpsim's features and fit (reproduces v14's 0.080).
 - `padded_indexer`: decode and draft contexts counted as requests x the batch's longest (the
-  batched indexer's `n_keys = input_pos.max() + 1`; benchmarks/padded_indexer_development.py).
+  batched indexer's `n_keys = input_pos.max() + 1`; mtpsim.calibration.fit.padded_quantities, the
+  fit option indexer_keys = "padded").
 - `prompt_chunks`: prompts' chunk calls and chunk-padded pairs (benchmarks/shape_development.py),
   swapped into the pricing (mtpsim.models.fitted's binding) as well as the fit.
 - `relative`: each phase's non-negative least squares weighted by 1 / (the step's measured phase
@@ -42,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import level_development as ld  # noqa: E402  (slice traces, gz or not)
-import padded_indexer_development as padded  # noqa: E402  (padded contexts)
+import padded_indexer_development as padded  # noqa: E402  (round traces)
 import shape_development as sd  # noqa: E402  (chunked prompt features, decode ratios)
 
 import mtpsim.calibration.fit as fit  # noqa: E402
@@ -88,7 +89,7 @@ def candidate(name: str) -> Iterator[None]:
              "relative": ("relative",), "padded_relative": ("padded", "relative"),
              "padded_chunks_relative": ("padded", "chunks", "relative")}[name]
     try:
-        base = padded.padded_quantities if "padded" in parts else fit.step_quantities
+        base = fit.padded_quantities if "padded" in parts else fit.step_quantities
         fit.step_quantities = base
         if "chunks" in parts:
             _BASE[0] = base

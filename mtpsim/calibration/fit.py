@@ -44,7 +44,7 @@ from mtpsim.calibration.schema import (
 )
 from mtpsim.calibration.shift import MEASURED, PRIOR, PRIOR_SOURCE, WorkloadShift, is_prefill, trace_kind
 from mtpsim.fileio import portable
-from mtpsim.models.cost import KEY_FEATURES, StepShape, cost_features
+from mtpsim.models.cost import INDEXER_KEYS, KEY_FEATURES, StepShape, cost_features, padded
 from mtpsim.models.fitted import FittedCost
 from mtpsim.models.overlap import agreement_curve, fitted_agreement, overlap_from_agreement
 from mtpsim.models.penalty import Kappa, KappaLk, KappaStep, keep_factor
@@ -389,7 +389,8 @@ def fit_overlap(traces: Sequence[Trace]) -> OverlapFit:
 # The StepShape fields a trace gives back (its prompts' key sums and chunk reads are not
 # recorded, and the fitted cost does not use them).
 TRACED_QUANTITIES = ("num_decode", "decode_ctx", "decode_keys", "num_draft", "draft_ctx",
-                     "draft_keys", "prefill_done", "prefill_tokens", "prefill_pairs")
+                     "draft_keys", "prefill_done", "prefill_tokens", "prefill_pairs", "decode_pad",
+                     "draft_pad")
 
 
 def step_quantities(tr: Trace) -> tuple[StepShape, np.ndarray]:
@@ -397,7 +398,8 @@ def step_quantities(tr: Trace) -> tuple[StepShape, np.ndarray]:
 
     Prompt lengths come from each request's first verification (context = prompt + 1 token),
     which follows its prefill step; requests whose last verification is in a step finish
-    there and do not draft."""
+    there and do not draft. `decode_pad` / `draft_pad`: what counting the decoding (batch-drafting)
+    requests at their batch's longest context adds (mtpsim.models.cost.padded)."""
     first: dict[str, tuple[int, int]] = {}
     last: dict[str, int] = {}
     for j, st in enumerate(tr.steps):
@@ -424,6 +426,9 @@ def step_quantities(tr: Trace) -> tuple[StepShape, np.ndarray]:
         cols["num_draft"].append(float((~finishing).sum() + p_arr.size))
         cols["draft_ctx"].append(float(ctx[~finishing].sum() + new_ctx.sum()))
         cols["draft_keys"].append(float(np.minimum(ctx[~finishing], K).sum() + np.minimum(new_ctx, K).sum()))
+        keep = ctx[~finishing]  # the requests that draft in the batch's call
+        cols["decode_pad"].append(float(ctx.size * ctx.max() - ctx.sum()) if ctx.size else 0.0)
+        cols["draft_pad"].append(float(keep.size * keep.max() - keep.sum()) if keep.size else 0.0)
         cols["prefill_done"].append(float(p_arr.size))
         cols["prefill_tokens"].append(float(p_arr.sum()))
         cols["prefill_pairs"].append(float((p_arr * (p_arr + 1) / 2).sum()))
@@ -432,6 +437,24 @@ def step_quantities(tr: Trace) -> tuple[StepShape, np.ndarray]:
     busy = np.asarray([sum(st.phases.values()) + st.shadow_s for st in tr.steps], float)
     gaps = np.maximum(np.diff(t) - busy[:-1], 0.0) if t.size > 1 else np.zeros(0)
     return q, gaps
+
+
+_OWN_QUANTITIES = step_quantities  # bound here: benchmarks swap `step_quantities` for candidates
+
+
+def padded_quantities(tr: Trace) -> tuple[StepShape, np.ndarray]:
+    """As step_quantities, with each step's decoding contexts summed as (requests x the longest)
+    and the batch-drafting ones likewise (each new prompt drafts in a call of its own): what the
+    fit with indexer_keys = "padded" reads the steps as."""
+    q, gaps = _OWN_QUANTITIES(tr)
+    return padded(q), gaps
+
+
+def check_indexer_keys(value: object, where: str = "indexer_keys") -> str:
+    """`value` if it names a way of counting the indexer's keys, else a CalibrationError."""
+    if value not in INDEXER_KEYS:
+        raise CalibrationError(None, where, f"expected one of {', '.join(INDEXER_KEYS)}, got {value!r}")
+    return str(value)
 
 
 def _nnls(A: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -448,7 +471,11 @@ def _r2(pred: np.ndarray, y: np.ndarray) -> float:
     return 1 - float(np.sum((pred - y) ** 2)) / ss_tot if ss_tot > 0 else math.nan
 
 
-def fit_cost(traces: Sequence[Trace]) -> CostFit:
+def fit_cost(traces: Sequence[Trace], indexer_keys: str = "own") -> CostFit:
+    """The step cost fit; `indexer_keys` (mtpsim.models.cost.INDEXER_KEYS): "padded" counts the
+    decoding and drafting contexts at their batch's longest (the file records it, and the pricing
+    follows it)."""
+    pad = check_indexer_keys(indexer_keys) == "padded"
     X: dict[str, list[np.ndarray]] = {p: [] for p in PHASES}
     Y: dict[str, list[np.ndarray]] = {p: [] for p in PHASES}
     Y_att: dict[str, list[np.ndarray]] = {p: [] for p in PHASES}
@@ -461,6 +488,8 @@ def fit_cost(traces: Sequence[Trace]) -> CostFit:
     one_topk = len({tr.index_topk for tr in used}) == 1
     for tr in used:
         q, g = step_quantities(tr)
+        if pad:
+            q = padded(q)
         gaps.append(g)
         feats = cost_features(q, tr.num_speculative_tokens, tr.index_topk)
         total_meas.append(np.asarray([sum(st.phases.values()) for st in tr.steps]))
@@ -525,15 +554,18 @@ def fit_cost(traces: Sequence[Trace]) -> CostFit:
     report = {"step_r2": 1 - float(np.sum((pa - ma) ** 2)) / ss_tot if ss_tot > 0 else math.nan,
               "step_mape_pct": float(np.mean(np.abs(pa[decode] / ma[decode] - 1)) * 100),
               "traces": per_trace, "attention": attention}
-    return CostFit(phases, gap, report)
+    return CostFit(phases, gap, report, indexer_keys)
 
 
 def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = (),
-               normalise: str | None = None) -> Calibration:
+               normalise: str | None = None, indexer_keys: str = "own") -> Calibration:
     """Fit every model to the traces, and measure the step cost's workload-shift error by leaving
     each workload kind out (mtpsim.calibration.shift); `sources` names the traces in the file.
     `normalise` ("level" or "probe"): first put every trace on the traces' median figure
-    (mtpsim.calibration.normalise); the file records it as `machine.normalised`."""
+    (mtpsim.calibration.normalise); the file records it as `machine.normalised`.
+    `indexer_keys` ("own", "padded"): how the step cost counts the indexer's keys (fit_cost); the
+    file records it as `cost.indexer_keys`, and the shift measurement refits the same way."""
+    check_indexer_keys(indexer_keys)
     if not traces:
         raise CalibrationError(None, "--trace", "expected at least one trace")
     how = None
@@ -556,7 +588,7 @@ def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = (),
     overlap = fit_overlap(traces)
     cal = Calibration(
         engine=",".join(sorted(engines)), sources=srcs, acceptance=fit_acceptance(traces, overlap),
-        overlap=overlap, cost=fit_cost(traces),
+        overlap=overlap, cost=fit_cost(traces, indexer_keys),
         ranges={"context_len": [float(min(ctx, default=0)), float(max(ctx, default=0))],
                 "num_reqs": [float(min(batch, default=0)), float(max(batch, default=0))],
                 "k": sorted({float(tr.num_speculative_tokens) for tr in traces}),
@@ -568,7 +600,8 @@ def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = (),
 
 def measure_shift(cal: Calibration, traces: Sequence[Trace]) -> WorkloadShift:
     """The step cost's workload-shift error (mtpsim.calibration.shift): leave each kind out, refit
-    the step cost on the rest, price the left-out kind's steps."""
+    the step cost on the rest (counting the indexer's keys as `cal`'s cost did), price the
+    left-out kind's steps."""
     used = [tr for tr in traces if tr.policy in POOLED and tr.steps]
     kinds = sorted({trace_kind(tr) for tr in used})
     if len(kinds) < 2:
@@ -580,7 +613,7 @@ def measure_shift(cal: Calibration, traces: Sequence[Trace]) -> WorkloadShift:
     for kind in kinds:
         rest = [tr for tr in used if trace_kind(tr) != kind]
         try:
-            cost = fit_cost(rest)
+            cost = fit_cost(rest, cal.cost.indexer_keys)
         except CalibrationError:  # the rest has no fresh trace: the indexer phase is unknown
             skipped.append(kind)
             continue

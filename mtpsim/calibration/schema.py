@@ -6,7 +6,7 @@
                     "kappa_steps": [4.5, 4.0, 3.2],
                     "policies": {"target_share": [[b0, b1], ...]}, "report": {...}},
      "overlap": {"policies": {"share": [[u0, u1], ...]}, "report": {...}},
-     "cost": {"gap_s": 8e-05, "phases": {"verify": {"features": [...], "coef": [...],
+     "cost": {"gap_s": 8e-05, "indexer_keys": "own", "phases": {"verify": {"features": [...], "coef": [...],
               "r2": 0.97, "rmse_s": 0.001, "n": 900}, ...}, "report": {...}},
      "ranges": {"context_len": [300, 1500], "num_reqs": [1, 8], "k": [4], "index_topk": [64]},
      "workload_shift": {"decode_sd": 0.12, "prefill_sd": 0.06, "source": "leave-one-kind-out",
@@ -21,7 +21,9 @@ files fitted before it lack it) in place of `kappa`, and with `"kappa_lk"` `kapp
 1] * ((L / K) / kappa_lk.ratio_ref) ** kappa_lk.exponent`; policies
 listed under `acceptance.policies` use their own [b0, b1] instead. Overlap at draft step s >= 1:
 agreement beyond chance `c = sigmoid(u0_s + u1_s * ln(L / K))`, fed through the formulas of
-mtpsim.models.overlap. Step cost: each phase is `coef . features` (seconds), plus `gap_s` per step.
+mtpsim.models.overlap. Step cost: each phase is `coef . features` (seconds), plus `gap_s` per step;
+`cost.indexer_keys` (optional, default "own"): "padded" counts every decoding and drafting request's
+indexer keys at its batch's longest context, in the fit and in the pricing (mtpsim.models.cost).
 `workload_shift` (optional; mtpsim.calibration.shift): the step cost's log error on a workload
 kind the fit did not see, measured by leaving each kind out, or a stated prior; absent = the prior.
 """
@@ -95,6 +97,9 @@ class CostFit:
     phases: dict[str, PhaseFit]
     gap_s: float  # host time between engine steps (the serving loop), per step
     report: dict[str, Any] = field(default_factory=dict)
+    # how the indexer features count keys (mtpsim.models.cost.INDEXER_KEYS): "own" (each request's
+    # context) or "padded" (the batch's longest); a file without the field was fitted as "own"
+    indexer_keys: str = "own"
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,10 +213,11 @@ def calibration_from_json(obj: Any, source: str | Path = "<json>") -> Calibratio
             isinstance(s, dict) and isinstance(s.get("policy"), str) for s in sources):
         raise rd.fail("sources", "expected a non-empty list of {path, policy, ...} objects")
     ranges = _ranges(rd, obj)
+    keys = _indexer_keys(rd, cost)
     return Calibration(
         engine=str(obj.get("engine", "")), sources=sources,
         acceptance=AcceptanceFit(**acceptance, report=rd.report(acc, "acceptance.")),
-        overlap=overlap, cost=CostFit(phases, float(gap), rd.report(cost, "cost.")),
+        overlap=overlap, cost=CostFit(phases, float(gap), rd.report(cost, "cost."), keys),
         ranges={str(k): list(v) for k, v in ranges.items() if isinstance(v, list)},
         created=str(obj.get("created", "")), mtpsim_version=str(obj.get("mtpsim_version", "?")),
         machine=dict(obj.get("machine") or {}) if isinstance(obj.get("machine"), dict) else {},
@@ -294,6 +300,17 @@ def _phases(rd: _Reader, phases_raw: dict[str, Any]) -> dict[str, PhaseFit]:
                              float(rd.num(ph, "rmse_s", where, optional=True) or math.nan),
                              int(rd.num(ph, "n", where) or 0))
     return phases
+
+
+def _indexer_keys(rd: _Reader, cost: dict[str, Any]) -> str:
+    """How the fit counted the indexer's keys; absent: "own" (files fitted before the option)."""
+    from mtpsim.models.cost import INDEXER_KEYS
+
+    v = cost.get("indexer_keys", "own")
+    if v not in INDEXER_KEYS:
+        raise rd.fail("cost.indexer_keys", f"expected one of {', '.join(map(repr, INDEXER_KEYS))} "
+                      f"(how the fit counted the indexer's keys), got {_short(v)}")
+    return str(v)
 
 
 def _ranges(rd: _Reader, obj: dict[str, Any]) -> dict[str, Any]:

@@ -11,14 +11,16 @@ from mtpsim.calibration.schema import Calibration
 from mtpsim.policies import traits
 
 
-def fit_from_traces(paths: Sequence[Path], normalise: str | None = None) -> Calibration:
-    """Read the traces (TraceError names a bad file) and fit a calibration to them (`normalise`:
-    mtpsim.calibration.fit.fit_traces)."""
+def fit_from_traces(paths: Sequence[Path], normalise: str | None = None,
+                    indexer_keys: str = "own") -> Calibration:
+    """Read the traces (TraceError names a bad file) and fit a calibration to them (`normalise`,
+    `indexer_keys`: mtpsim.calibration.fit.fit_traces)."""
     from mtpsim.calibration.fit import fit_traces
     from mtpsim.trace import read_trace
 
     traces = [read_trace(p) for p in paths]
-    return with_trace_meta(fit_traces(traces, sources=[str(p) for p in paths], normalise=normalise),
+    return with_trace_meta(fit_traces(traces, sources=[str(p) for p in paths], normalise=normalise,
+                                      indexer_keys=indexer_keys),
                            traces)
 
 

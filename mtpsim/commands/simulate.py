@@ -33,6 +33,12 @@ PARAMS = (
     Param("save_calibration", Path, "Write the --trace fit to this JSON file, for an experiment's "
           "\\[calibration] file = \"...\", e.g. --save-calibration runs/cal.json.",
           ("--save-calibration",)),
+    Param("indexer_keys", str, "With --trace: how the fitted step cost counts the indexer's keys: "
+          "'own' (each request's context, the default) or 'padded' (every decoding and drafting "
+          "request at its batch's longest context, as the reference engine's batched indexer "
+          "scores them). The calibration records it and prices simulated steps the same way. "
+          "Off by default until a held-out test adopts it (docs/calibration.md). E.g. "
+          "--indexer-keys padded.", ("--indexer-keys",), "own"),
     Param("plot", Path, "Write PNG plots to DIR: per-position acceptance per policy; with --trace, "
           "top-k overlap vs context per draft step. E.g. --plot runs/plots.", ("--plot",)),
     Param("bootstrap", int, "With --trace: also fit B bootstrap refits (requests and step blocks "
@@ -63,6 +69,7 @@ def simulate(
     out: Path | None = None,
     trace: list[Path] | None = None,
     save_calibration: Path | None = None,
+    indexer_keys: str = "own",
     plot: Path | None = None,
     bootstrap: int = 0,
     uncertainty: int | None = None,
@@ -81,7 +88,8 @@ def simulate(
     from mtpsim.runs import simulate as runs
 
     runs.check_flags(trace=trace or [], plot=plot, expected=expected, bootstrap=bootstrap,
-                     save_calibration=save_calibration, uncertainty=uncertainty, metrics=metrics)
+                     save_calibration=save_calibration, uncertainty=uncertainty, metrics=metrics,
+                     indexer_keys=indexer_keys)
     if uncertainty is not None:
         from mtpsim.uncertainty.cli import simulate_uncertainty
 
@@ -89,7 +97,8 @@ def simulate(
                              uncertainty, jobs, as_json, out, metrics)
         return
     runs.check_outputs(out, plot, save_calibration)
-    calibration = runs.fit(trace, bootstrap, save_calibration) if trace else None
+    calibration = runs.fit(trace, bootstrap, save_calibration, indexer_keys=indexer_keys) \
+        if trace else None
     # printed tables read metrics only; per-request records (and the spec's copy) are built
     # where a file, --json or a plot carries them
     records = as_json or out is not None or plot is not None

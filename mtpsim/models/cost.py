@@ -14,7 +14,7 @@ and written once per step, whatever its context).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -43,6 +43,28 @@ class StepShape:
     prefill_pairs: Num = 0.0  # sum over prompt tokens of (position + 1): indexer query-key pairs
     prefill_reads: Num = 0.0  # sum over chunks of their end position (indexer keys read once)
     prefill_done: Num = 0  # chunks that complete a prompt (their last token is sampled)
+    # what the batch's padding adds to decode_ctx / draft_ctx: sum over the decoding (drafting in
+    # the batch's call) requests of (the longest context among them - their own); 0 when their
+    # contexts are equal. Only a calibration fitted with indexer_keys = "padded" prices it.
+    decode_pad: Num = 0.0
+    draft_pad: Num = 0.0
+
+
+# How a fitted step cost counts the indexer's keys (the calibration file's cost.indexer_keys):
+# "own": each request's own context (what the features always counted); "padded": every decoding
+# or drafting request at its batch's longest context, as the reference engine's batched indexer
+# scores them (mtpsim/engine/model.py: `n_keys = input_pos.max() + 1` for all rows of a batch).
+INDEXER_KEYS = ("own", "padded")
+
+
+def padded(x: StepShape) -> StepShape:
+    """`x` with the decoding and drafting contexts counted as (requests x the batch's longest):
+    the padding added to decode_ctx and draft_ctx (and zeroed, so applying it twice is once).
+    Prompts that complete in the step draft in calls of their own, at their own length."""
+    zero = np.zeros_like(np.asarray(x.decode_pad, float))
+    return replace(x, decode_ctx=np.add(x.decode_ctx, x.decode_pad),
+                   draft_ctx=np.add(x.draft_ctx, x.draft_pad), decode_pad=zero,
+                   draft_pad=np.zeros_like(np.asarray(x.draft_pad, float)))
 
 
 # ---- fitted features ------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mtpsim.models.acceptance import fitted_overlap
-from mtpsim.models.cost import StepShape, cost_features
+from mtpsim.models.cost import StepShape, cost_features, padded
 from mtpsim.models.overlap import sigmoid as _sigmoid
 from mtpsim.models.penalty import DEFAULT_PENALTY, FORMS, Penalty, keep_factor
 from mtpsim.policies import traits
@@ -110,7 +110,10 @@ class FittedCost:
         return self.priced(s)
 
     def priced(self, q: StepShape) -> dict[str, np.ndarray]:
-        """Seconds per phase of steps with these quantities (a simulated step's, or a traced one's)."""
+        """Seconds per phase of steps with these quantities (a simulated step's, or a traced one's),
+        the indexer's keys counted as the fit counted them (cost.indexer_keys)."""
+        if self.cal.cost.indexer_keys == "padded":
+            q = padded(q)
         feats = cost_features(q, self.k, self.topk, self.stack)
         out: dict[str, np.ndarray] = {}
         for p in PHASES:

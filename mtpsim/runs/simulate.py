@@ -68,7 +68,7 @@ def overrides(sets: Sequence[str], policy: Sequence[str], seed: int | None,
 
 def check_flags(*, trace: Sequence[Path], plot: Path | None, expected: bool, bootstrap: int,
                 save_calibration: Path | None, uncertainty: int | None,
-                metrics: str | None) -> None:
+                metrics: str | None, indexer_keys: str = "own") -> None:
     """Flags that need or exclude each other, and the plotting extra: a UserError before work."""
     from mtpsim.errors import UserError
 
@@ -79,6 +79,10 @@ def check_flags(*, trace: Sequence[Path], plot: Path | None, expected: bool, boo
     if metrics is not None and uncertainty is None:
         raise UserError(None, "--metrics", "expected with --uncertainty (a plain simulate prints "
                         "every figure in its table and --json)")
+    if indexer_keys not in ("own", "padded"):  # mtpsim.models.cost.INDEXER_KEYS (numpy-free here)
+        raise UserError(None, "--indexer-keys", f"expected own or padded, got {indexer_keys!r}")
+    if indexer_keys != "own" and not trace:
+        raise UserError(None, "--indexer-keys", "expected --trace files to fit")
     if uncertainty is not None:
         if trace or plot is not None or expected:
             raise UserError(None, "--uncertainty", "expected without --trace, --plot and --expected")
@@ -103,13 +107,15 @@ def check_outputs(out: Path | None, plot: Path | None, save_calibration: Path | 
 
 
 def fit(trace: Sequence[Path], bootstrap: int = 0, save_to: Path | None = None,
-        normalise: str | None = None) -> Calibration:
+        normalise: str | None = None, indexer_keys: str = "own") -> Calibration:
     """Acceptance, top-k overlap and step cost fitted to the traces (with `bootstrap` refits),
     written to `save_to` if given; `normalise` ("level", "probe"): every trace first put on the
-    traces' median figure (mtpsim.calibration.normalise), the refits too."""
+    traces' median figure (mtpsim.calibration.normalise), the refits too; `indexer_keys` ("own",
+    "padded"): how the step cost counts the indexer's keys, the refits too (the file records it
+    and its pricing follows it: mtpsim.models.cost.padded)."""
     from mtpsim.calibration.traces import fit_from_traces
 
-    calibration = fit_from_traces(list(trace), normalise=normalise)
+    calibration = fit_from_traces(list(trace), normalise=normalise, indexer_keys=indexer_keys)
     if bootstrap:
         from mtpsim.trace import read_trace
         from mtpsim.uncertainty.bootstrap import with_bootstrap

@@ -91,7 +91,7 @@ def _price(sim: Simulator, dec: Decoding, start: np.ndarray, chunks: list, total
     np.add.at(n_dec, start, 1.0)
     np.add.at(n_dec, start + dec.steps, -1.0)
     num_dec = np.cumsum(n_dec)[:total]
-    ctx_sum, key_sum = np.zeros(total), np.zeros(total)
+    ctx_sum, key_sum, ctx_max = np.zeros(total), np.zeros(total), np.zeros(total)
     in_len = reqs.input_len.astype(float)
     for block in dec.blocks:
         j, before = block.cells()
@@ -101,6 +101,8 @@ def _price(sim: Simulator, dec: Decoding, start: np.ndarray, chunks: list, total
         ctx = (in_len[r, None] + before)[live]
         ctx_sum += np.bincount(step, ctx, total)
         key_sum += np.bincount(step, np.minimum(ctx, topk), total)
+        np.maximum.at(ctx_max, step, ctx)
+    pad = num_dec * ctx_max - ctx_sum  # every decoding request drafts in the batch's call
     comp = start - 1  # the step that completes the prompt
     completes = np.bincount(comp, minlength=total).astype(float)
     comp_ctx = np.bincount(comp, in_len, total)
@@ -109,7 +111,7 @@ def _price(sim: Simulator, dec: Decoding, start: np.ndarray, chunks: list, total
     at = np.array([c[0] for c in chunks], np.int64)
     pre[:, at] = np.array([c[1:] for c in chunks], float).T
     shape = StepShape(
-        num_decode=num_dec, decode_ctx=ctx_sum, decode_keys=key_sum,
+        num_decode=num_dec, decode_ctx=ctx_sum, decode_keys=key_sum, decode_pad=pad, draft_pad=pad,
         num_draft=num_dec + completes, draft_ctx=ctx_sum + comp_ctx,
         draft_keys=key_sum + comp_keys, prefill_tokens=pre[0], prefill_keys=pre[1],
         prefill_pairs=pre[2], prefill_reads=pre[3], prefill_done=completes)

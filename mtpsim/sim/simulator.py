@@ -308,11 +308,14 @@ class Simulator:
         completes = np.arange(bulk.steps)[None, :] == bulk.comp[:, None]
         in_len = bulk.plen.astype(float)  # context at a completed (re)prefill
         dec, topk, chunks = bulk.dec, self.topk, bulk.chunks
-        dec_ctx = (dec * ctx).sum(axis=0)
+        dec_ctxs = dec * ctx
+        dec_ctx = dec_ctxs.sum(axis=0)
         dec_keys = (dec * np.minimum(ctx, topk)).sum(axis=0)
         num_dec = dec.sum(axis=0)
+        # every decoding request drafts in the batch's call: one padding for both (StepShape)
+        pad = num_dec * dec_ctxs.max(axis=0, initial=0.0) - dec_ctx
         shape = StepShape(
-            num_decode=num_dec, decode_ctx=dec_ctx, decode_keys=dec_keys,
+            num_decode=num_dec, decode_ctx=dec_ctx, decode_keys=dec_keys, decode_pad=pad, draft_pad=pad,
             num_draft=num_dec + completes.sum(axis=0),
             draft_ctx=dec_ctx + (in_len[:, None] * completes).sum(axis=0),
             draft_keys=dec_keys + (np.minimum(in_len, topk)[:, None] * completes).sum(axis=0),
