@@ -30,6 +30,7 @@ EVERYDAY = [
     [EXP, "--uncertainty", "64", "-j", "1", "--metrics", "all", "--json"],
     [EXP, "--trace", "a.trace.jsonl", "--trace=b.trace.jsonl", "--bootstrap", "0",
      "--save-calibration", "cal.json", "--plot", "plots"],
+    [EXP, "--trace", "a.trace.jsonl", "--indexer-keys", "padded", "--save-calibration", "cal.json"],
     [EXP, "--seed", "0", "--jobs=12", "--bootstrap=32"],
 ]
 LEFT_TO_TYPER = [
@@ -48,8 +49,8 @@ def typer_values(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> tuple[int,
 
     @declared(*PARAMS)
     def record(experiment, set_=None, policy=None, seed=None, expected=False, as_json=False,
-               out=None, trace=None, save_calibration=None, plot=None, bootstrap=0,
-               uncertainty=None, jobs=None, metrics=None):
+               out=None, trace=None, save_calibration=None, indexer_keys="own", plot=None,
+               bootstrap=0, uncertainty=None, jobs=None, metrics=None):
         seen.append({k: v for k, v in locals().items() if k != "seen"})
 
     monkeypatch.setattr(simulate_module, "simulate", record)

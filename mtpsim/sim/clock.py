@@ -84,9 +84,9 @@ class Clock:
     def _flush(self) -> None:
         if not self._pending:
             return
-        shape = StepShape(**{f.name: np.concatenate([np.asarray(getattr(s, f.name), float)
-                                                     for s in self._pending])
-                             for f in dataclasses.fields(StepShape)})
+        shape = StepShape(**{f.name: np.concatenate([  # a field given as one number: every step's
+            np.broadcast_to(np.asarray(getattr(s, f.name), float), np.shape(s.decode_ctx))
+            for s in self._pending]) for f in dataclasses.fields(StepShape)})
         self._pending = []
         self._book(shape, self.cost.step(shape), len(shape.decode_ctx))
 

@@ -88,7 +88,8 @@ class Lockstep:
         if not hit.size:
             return out
         p = longest[hit]
-        other = StepShape(**{f.name: np.asarray(getattr(shape, f.name), float)[hit]
+        other = StepShape(**{f.name: np.broadcast_to(np.asarray(getattr(shape, f.name), float),
+                                                      own.shape)[hit]  # a field given as one number
                              for f in dataclasses.fields(StepShape)})
         other.prefill_tokens = p
         cap = self.topk  # sum over positions 1..p of min(position, top-k): sum_min(1, p, top-k)
