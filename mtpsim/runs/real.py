@@ -28,7 +28,8 @@ MAX_ARRIVAL_SPAN_S = 86_400.0  # a real run's requests arrive within a day of wa
 def refuse_plain_decoding(exp: Experiment, command: str) -> None:
     """Real runs measure MTP: plain decoding (k = 0) is simulated only, so far."""
     if exp.k == 0:
-        raise UserError(exp.source, "speculative.num_speculative_tokens",
+        raise UserError(exp.source_of("speculative.num_speculative_tokens"),
+                        "speculative.num_speculative_tokens",
                         f"expected >= 1 for {command} (its engines run MTP; k = 0, plain "
                         "decoding, is simulated only: mtpsim simulate / sweep / advise)")
 
@@ -39,7 +40,8 @@ def check_wall_clock(exp: Experiment) -> None:
     w = exp.workload
     span = w.num_prompts / w.request_rate
     if span > MAX_ARRIVAL_SPAN_S:
-        raise UserError(exp.source, "workload.request_rate", f"expected arrivals within "
+        raise UserError(exp.source_of("workload.request_rate", "workload.num_prompts"),
+                        "workload.request_rate", f"expected arrivals within "
                         f"{MAX_ARRIVAL_SPAN_S:,.0f} s of wall clock on a real run "
                         f"({w.num_prompts} requests at {w.request_rate:g}/s span {span:.3g} s)")
 

@@ -68,13 +68,14 @@ def prepare(experiment: Path, sets: list[str], *, engine: str | None, server: bo
         check_simulations(uncertainty, len(points), 1, "--uncertainty", "points")
     if real is not None:  # each real point waits for its arrivals on the wall clock, and
         # runs only what its engine can (run-real's refusals, per point, before any runs)
-        from mtpsim.runs.real import check_wall_clock
+        from mtpsim.runs.real import check_wall_clock, refuse_plain_decoding
         from mtpsim.spec import load_experiment
 
         for point in points:
             exp = load_experiment(str(experiment), list(point.overrides))
             try:
                 check_wall_clock(exp)
+                refuse_plain_decoding(exp, "sweep --engine")
                 real.refuse(exp, exp.policies)
             except UserError as e:  # name the grid point whose values it refuses
                 at = ", ".join(f"{k}={v}" for k, v in point.values.items())

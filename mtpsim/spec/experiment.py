@@ -85,6 +85,13 @@ class Experiment:
             return DENSE_TOPK
         return self.speculative.index_topk or self.model.index_topk
 
+    def source_of(self, *fields: str) -> str:
+        """Where these fields (`section.key`) were set, for an error found after loading:
+        `--set` when a flag set one of them or its whole section, else the experiment file."""
+        names = {*fields, *(f.partition(".")[0] for f in fields)}
+        by_flag = any(o.partition("=")[0].strip() in names for o in self.overrides)
+        return OVERRIDE_SOURCE if by_flag else self.source
+
     def marginal_rates(self) -> list[float]:
         """Sharing-off acceptance as vLLM reports it (marginal, the first k positions)."""
         a = self.acceptance
