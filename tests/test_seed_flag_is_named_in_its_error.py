@@ -27,3 +27,20 @@ def test_a_negative_seed_names_the_flag(args, tmp_path, monkeypatch):
     assert len(lines) == 1, r.output
     assert lines[0].startswith("error: --seed: expected an integer >= 0, got -1"), lines[0]
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["simulate", "experiments/pr47352.toml"],
+    ["run-real", "experiments/reference-cpu.toml", "--engine", "reference"],
+])
+def test_a_seed_too_long_for_the_spec_names_the_flag(args, tmp_path, monkeypatch):
+    """A 20-digit --seed was refused as "--set: seed: expected integers of at most 19 digits"
+    (first-hour walk, third sitting); now it names --seed too."""
+    monkeypatch.chdir(ROOT)
+    extra = ["--out", str(tmp_path / "out")] if args[0] == "run-real" else []
+    r = CliRunner().invoke(app, [*args, *extra, "--seed", "9" * 20])
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1, r.output
+    assert lines[0].startswith("error: --seed: expected an integer of at most 19 digits"), lines[0]
+    assert not (tmp_path / "out").exists()

@@ -43,11 +43,13 @@ class SimulateRun:
 
 def seed_override(seed: int) -> str:
     """The --seed flag as a `--set` text; a negative seed is refused naming the flag (the spec's
-    own check would name the --set override the user never typed)."""
-    if seed < 0:
+    own check would name the --set override the user never typed), and so is one longer than a
+    `--set` integer may be (19 digits)."""
+    if not 0 <= seed < 10**19:
         from mtpsim.errors import UserError
 
-        raise UserError(None, "--seed", f"expected an integer >= 0, got {seed}")
+        raise UserError(None, "--seed", f"expected an integer >= 0, got {seed}" if seed < 0 else
+                        f"expected an integer of at most 19 digits, got {seed}")
     return f"seed={seed}"
 
 
