@@ -38,6 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(1, str(ROOT))  # in-process fit and predictions: this checkout's mtpsim, as run-real
 
 import campaign_v11 as v11  # noqa: E402  (v11's prediction, judging, penalty rule)
 import campaign_v12 as v12  # noqa: E402  (v12's hashes, log, autogroup)

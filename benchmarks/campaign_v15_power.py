@@ -139,13 +139,20 @@ def _runs_named(folder: Path, name: str):
     return [(p, _load(real / f"{p}.json")) for p in POLICIES]
 
 
-def predictions(draws: int, exp: Path = CAMPAIGN.exp, names: tuple[str, ...] = CAMPAIGN.configs) -> dict:
-    """v15's configurations predicted by the registered method, from v14's calibration."""
+def predictions(draws: int, exp: Path = CAMPAIGN.exp, names: tuple[str, ...] = CAMPAIGN.configs,
+                keep: Path | None = None) -> dict:
+    """v15's configurations predicted by the registered method, from v14's calibration; with `keep`,
+    written to (and read back from) KEEP/predictions/NAME.json."""
     v11.DRAWS = draws
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp)
+        out = keep or Path(tmp)
+        out.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(V14 / "calibration-bootstrap.json", out / "calibration-bootstrap.json")
-        return {n: v11.predict(out, n, exp) for n in names}
+        try:
+            return {n: v11.predict(out, n, exp) for n in names}
+        finally:
+            if keep:
+                (out / "calibration-bootstrap.json").unlink()  # v14's, shipped there already
 
 
 def expected(name: str, pred: dict, noise: dict, walls: dict, exp: Path = CAMPAIGN.exp) -> dict:
@@ -165,13 +172,24 @@ def expected(name: str, pred: dict, noise: dict, walls: dict, exp: Path = CAMPAI
             se = {q: sd[q] / math.sqrt(w.rounds) for q in ("median", "q75")}
         ratio = {q: v / max(abs(effect), 1e-12) for q, v in se.items()} if se else None
         row["deltas"][m] = {"predicted_effect": effect, "expected_se": se, "power_ratio": ratio,
-                            "testable_expected": bool(se and se["median"] <= abs(effect) / 2)}
+                            "testable_expected": bool(se and se["median"] <= abs(effect) / 2),
+                            # rounds (timings) or requests a policy (acceptance) for SE = effect / 2
+                            "needed": _needed(m, effect, noise, e.k)}
     cpu = sum(w.num_prompts * w.output_len / float(pred["levels"][p]["output_throughput"]["0.5"])
               for p in POLICIES)
     row["predicted_cpu_s"] = cpu
     row["minutes"] = (walls["wall_per_cpu_s"] * cpu + walls["wall_per_round_s"] * 2 * w.rounds
                       + walls["start_per_run_real_s"]) / 60
     return row
+
+
+def _needed(m: str, effect: float, noise: dict, k: int) -> float | None:
+    if not effect:
+        return None
+    if m == AL:
+        s = noise["sigma_request_al"].get(str(k))
+        return 8 * s["median"] ** 2 / effect ** 2 if s else None
+    return (2 * noise["sd_round_pct"][m]["median"] / effect) ** 2
 
 
 def main() -> None:
@@ -182,7 +200,7 @@ def main() -> None:
     from mtpsim.fileio import atomic_write_json
 
     noise, walls = measured_noise(), wall_model()
-    preds = predictions(args.draws)
+    preds = predictions(args.draws, keep=args.out)
     rows = [expected(n, preds[n], noise, walls) for n in CAMPAIGN.configs]
     tests_min = sum(r["minutes"] for r in rows)
     n_testable = sum(d["testable_expected"] for r in rows for d in r["deltas"].values())
@@ -206,6 +224,11 @@ def main() -> None:
                           f"r {d['power_ratio']['median']:.2f}{'*' if d['testable_expected'] else ' '}"
                           for m, d in r["deltas"].items() if d["expected_se"])
         print(f"{r['config']:28s} n {r['requests']:3d} R {r['rounds']:2d} {r['minutes']:4.1f} min  {cells}")
+    for m in METRICS:
+        need = [r["deltas"][m]["needed"] for r in rows if r["deltas"][m]["needed"]]
+        print(f"{_short(m)}: for SE = effect / 2 at the median noise, each configuration needs "
+              f"{min(need):.0f}-{max(need):.0f} {'requests a policy' if m == AL else 'rounds'} "
+              f"(median {statistics.median(need):.0f})")
     print(f"tests {tests_min:.1f} min + slices {walls['v14_slices_min']:.1f} min (v14's) = "
           f"{res['minutes']['total']:.1f} min; expected testable (ratio <= 0.5 at the median noise): "
           f"{n_testable} of {res['deltas']}")

@@ -243,3 +243,16 @@ def test_the_penalty_pools_every_configuration_not_only_the_inside_ones(tmp_path
     assert seen["n"] == 4 and res["verdict"]["winner"] == "kappa_lk" and res["pooled"] == "all"
     res = cc.penalty(dataclasses.replace(C, penalty_configs="inside"), tmp_path)
     assert seen["n"] == 2
+
+
+def test_the_shipped_power_figures_are_for_these_configurations_as_sized():
+    power = json.loads((ROOT / "docs" / "data" / "heldout-v15-power" / "power.json").read_text())
+    rows = {r["config"]: r for r in power["configs"]}
+    assert list(rows) == list(C.configs)
+    for name, r in rows.items():
+        w = load_experiment(str(C.exp / f"{name}.toml")).workload
+        assert (r["requests"], r["rounds"]) == (w.num_prompts, w.rounds), name  # resized: rerun the script
+        assert r["inside"] == name.startswith("in-"), name
+    testable = [(n, m) for n, r in rows.items() for m, d in r["deltas"].items() if d["testable_expected"]]
+    assert testable and {n for n, _ in testable} <= {n for n in C.configs if rows[n]["rounds"] >= 32}
+    assert power["minutes"]["total"] <= C.run_minutes
