@@ -8,7 +8,8 @@ What it does, as v14 did:
     both policies over the kind's rounds, fresh first on even i), then `configs[i]`; every `run-real`
     with `--level-every LEVEL_EVERY` (the dense in-engine level).
  2. fit: every finished slice's traces, `normalise="level"` (mtpsim.runs.simulate.fit, in-process,
-    32 bootstrap refits, the leave-one-kind-out workload shift) -> OUT/calibration-bootstrap.json.
+    32 bootstrap refits, the leave-one-kind-out workload shift), `indexer_keys` as the campaign
+    registers it (v14: "own") -> OUT/calibration-bootstrap.json.
  3. predict: v13's (campaign_v11.predict: `--uncertainty 128`, unpaired, from the fit and the specs
     alone); SHA-256 of each in OUT/predictions/manifest.json and campaign.log before the score reads
     any test result (campaign_v12.predict_all).
@@ -69,6 +70,7 @@ class Campaign:
     last_start_utc: datetime  # ... nor after these UTC times
     hard_stop_utc: datetime
     penalty_configs: str = "all"  # "all" (pooled over every configuration) or "inside"
+    indexer_keys: str = "own"  # the fit's step-cost option (mtpsim.runs.simulate.fit): v14's "own"
 
     def kind_of(self, i: int) -> str:
         return self.kinds[i % len(self.kinds)]
@@ -117,8 +119,9 @@ def slice_traces(out: Path) -> list[Path]:
             if all((s / f"{q}.json").is_file() for q in POLICIES)]
 
 
-def fit(out: Path) -> bool:
-    """The level-normalised calibration of every finished slice (kinds: the slices' experiment files)."""
+def fit(c: Campaign, out: Path) -> bool:
+    """The level-normalised calibration of every finished slice (kinds: the slices' experiment files),
+    the step cost counting the indexer's keys as `c.indexer_keys` says."""
     cal = out / "calibration-bootstrap.json"
     if cal.is_file():
         return True
@@ -127,7 +130,7 @@ def fit(out: Path) -> bool:
         return False
     from mtpsim.runs.simulate import fit as fit_traces
 
-    fit_traces(traces, BOOTSTRAP, cal, normalise="level")
+    fit_traces(traces, BOOTSTRAP, cal, normalise="level", indexer_keys=c.indexer_keys)
     return True
 
 
@@ -319,7 +322,7 @@ def run_phases(c: Campaign, out: Path, phase: str, dry: bool) -> dict:
         # a dry run shares the machine with other work: only the campaign raises its priority
         v12._log(out, "start (dry: priority unchanged)" if dry else f"start; {v12._quiet()}; load {_load()}")
         ran = run_all(c, out, dry)
-        if not fit(out):
+        if not fit(c, out):
             v12._log(out, "fit failed: no finished slice")
             return {}
         cal = json.loads((out / "calibration-bootstrap.json").read_text())

@@ -163,14 +163,15 @@ def test_slices_and_configs_interleave_read_the_level_densely_and_fit_normalised
     assert {d for _, d in calls} == {hard}  # a run still going at the hard stop is stopped
     seen = {}
 
-    def fake_fit(traces, bootstrap, save_to, normalise=None):
-        seen.update(traces=traces, bootstrap=bootstrap, normalise=normalise)
+    def fake_fit(traces, bootstrap, save_to, normalise=None, indexer_keys="own"):
+        seen.update(traces=traces, bootstrap=bootstrap, normalise=normalise, indexer_keys=indexer_keys)
 
     import mtpsim.runs.simulate
 
     monkeypatch.setattr(mtpsim.runs.simulate, "fit", fake_fit)
-    assert cc.fit(tmp_path)
+    assert cc.fit(dataclasses.replace(c, indexer_keys="padded"), tmp_path)
     assert len(seen["traces"]) == 24 and seen["bootstrap"] == 32 and seen["normalise"] == "level"
+    assert seen["indexer_keys"] == "padded"  # the registered fit option reaches the fit
 
 
 def test_the_clock_rule_starts_nothing_after_its_minutes(tmp_path, monkeypatch):
@@ -188,7 +189,7 @@ def test_the_clock_rule_starts_nothing_after_its_minutes(tmp_path, monkeypatch):
 def test_the_registered_limits_are_45_and_52_minutes_and_seven_minutes_apart_in_utc():
     assert (C.run_minutes, C.hard_minutes) == (45, 52)
     assert C.hard_stop_utc - C.last_start_utc == timedelta(minutes=7)
-    assert C.penalty_configs == "all"
+    assert C.penalty_configs == "all" and C.indexer_keys in ("own", "padded")
 
 
 def _v14_share_traces(tmp_path: Path, names) -> list:
