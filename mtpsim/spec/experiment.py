@@ -354,6 +354,7 @@ def _check_across_sections(exp: Experiment, source: str, overridden: Overridden)
     _check_dataset_filter(exp, src)
     _check_model(exp, src)
     _check_batching(exp, src)
+    _check_arrival_span(exp, src)
     _check_acceptance(exp, src)
     _check_calibration(exp, src)
 
@@ -432,6 +433,26 @@ def _check_batching(exp: Experiment, src: Src) -> None:
             raise SpecError(src("workload", f"{name}_len_spread"), f"workload.{name}_len_spread",
                             f"expected a range ratio in [0, 1) for a uniform distribution, "
                             f"got {spread}")
+
+
+# The requests' arrivals span num_prompts / request_rate seconds (vllm bench rescales them so):
+# beyond 1e7 s (116 days) the simulated clock, a float in seconds, rounds the steps' milliseconds
+# (measured at 64 prompts of pr47352.toml: median TTFT 532.62 ms up to 1e-6/s, 532.18 at 1e-8,
+# 581.45 at 1e-10; at 256 prompts and 1e-12/s a P90 TTFT of 301 s).
+MAX_ARRIVAL_SPAN_S = 1e7
+
+
+def _check_arrival_span(exp: Experiment, src: Src) -> None:
+    w = exp.workload
+    span = w.num_prompts / w.request_rate
+    if span > MAX_ARRIVAL_SPAN_S:
+        where = src("workload", "num_prompts") if src("workload", "request_rate") == exp.source \
+            else OVERRIDE_SOURCE
+        raise SpecError(where, "workload.request_rate",
+                        f"expected arrivals within {MAX_ARRIVAL_SPAN_S:,.0f} s (116 days; "
+                        f"workload.num_prompts / request_rate), got {w.num_prompts} requests at "
+                        f"{w.request_rate:g}/s, {span:.3g} s: the simulated clock would round the "
+                        "steps' milliseconds away")
 
 
 def _check_acceptance(exp: Experiment, src: Src) -> None:

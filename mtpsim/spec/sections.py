@@ -267,7 +267,8 @@ class WorkloadSpec:
                                 in_range(0, _MAX_LEN))
     max_concurrency: int | None = option(None, "requests in flight at most (default: unlimited)",
                                          _pos)
-    request_rate: float = option(math.inf, "requests per second (inf = all at t=0)",
+    request_rate: float = option(math.inf, "requests per second (inf = all at t=0); the arrivals "
+                                 "span num_prompts / request_rate <= 1e7 s",
                                  greater_than(0))
     burstiness: float = option(1.0, "gamma shape of inter-arrival times (1 = Poisson)",
                                greater_than(0))
