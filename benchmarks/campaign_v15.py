@@ -43,7 +43,7 @@ CAMPAIGN = Campaign(
     hard_stop_utc=datetime(2026, 12, 3, 10, 42, tzinfo=UTC),
     penalty_configs="all",
     # REGISTRATION: the declared model change, if any: "padded" tests §19's option; "own" is v14's fit
-    indexer_keys="own",
+    indexer_keys="padded",
 )
 
 if __name__ == "__main__":
