@@ -212,7 +212,27 @@ def cell_experiment(dep: Deployment, k: int, ctx: int, conc: int) -> Experiment:
                         "temperature": dep.temperature},
            "acceptance": {"per_position": _rates(k)},
            "uncertainty": dep.uncertainty}
-    return experiment_from_dict(raw, source=dep.source)
+    try:
+        return experiment_from_dict(raw, source=dep.source)
+    except SpecError as e:  # name the deployment file's own field, not the cell's spec field
+        if e.source != dep.source or e.field not in DEPLOYMENT_FIELDS:
+            raise
+        field, note = DEPLOYMENT_FIELDS[e.field]
+        raise SpecError(e.source, field, e.expected + note) from None
+
+
+# A cell's spec field -> the deployment file's field it comes from (and how, where not as is).
+DEPLOYMENT_FIELDS = {
+    "model.preset": ("deployment.model", ""), "model.quantization": ("deployment.quantization", ""),
+    "hardware.preset": ("deployment.gpu", ""), "engine.tp": ("deployment.tp", ""),
+    "engine.max_num_seqs": ("deployment.max_num_seqs", ""),
+    "workload.input_len": ("workload.context_lengths", " (a cell's prompt length)"),
+    "workload.output_len": ("workload.output_len", ""),
+    "workload.temperature": ("workload.temperature", ""),
+    "workload.max_concurrency": ("workload.concurrency", ""),
+    "workload.num_prompts": ("workload.concurrency", " (a cell runs max(8, 2 x concurrency) prompts)"),
+    "speculative.num_speculative_tokens": ("advise.k", ""),
+}
 
 
 REPLICATES = 16  # independent scrambles of the Sobol design: the MC SE's degrees of freedom + 1
