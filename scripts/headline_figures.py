@@ -26,7 +26,7 @@ REFERENCE = DATA / "reference-cpu"
 UNCERTAINTY = DATA / "pr47352-uncertainty" / "summary.json"
 LONG_CONTEXT = DATA / "long-context-v3" / "summary.json"
 COVERAGE = DATA / "heldout-v14" / "score.json"
-PUBLIC = DATA / "public" / "scores" / "v9-after-main-a4f3e2c.json"  # the latest score
+PUBLIC = DATA / "public" / "scores" / "logits-fill-test-after-main-b913e39.json"  # the latest score
 
 
 @dataclass(frozen=True)
