@@ -4,6 +4,7 @@ running requests, then admit and prefill waiting ones into free slots)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -131,3 +132,14 @@ def quantities_of(tr: Trace) -> StepShape:
     from mtpsim.calibration.fit import step_quantities
 
     return step_quantities(tr)[0]
+
+
+def write_policy_traces(folder: Path, n_requests: int) -> list[Path]:
+    """A `fresh` (seed 1) and a `share` (seed 2) synthetic trace written into `folder`: what a
+    trace-calibrated `simulate` or fit test reads."""
+    paths = []
+    for policy, seed in (("fresh", 1), ("share", 2)):
+        p = folder / f"{policy}.trace.jsonl"
+        make_trace(policy, seed, n_requests=n_requests).write(p)
+        paths.append(p)
+    return paths

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _synthetic_traces import make_trace
+from _synthetic_traces import write_policy_traces
 from typer.testing import CliRunner
 
 from mtpsim.calibration import read_calibration
@@ -49,12 +49,7 @@ file = "cal.json"
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory):
     d = tmp_path_factory.mktemp("traces")
-    paths = []
-    for policy, seed in (("fresh", 1), ("share", 2)):
-        p = d / f"{policy}.trace.jsonl"
-        make_trace(policy, seed, n_requests=30).write(p)
-        paths.append(p)
-    return paths
+    return write_policy_traces(d, n_requests=30)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from _synthetic_traces import make_trace
+from _synthetic_traces import write_policy_traces
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
@@ -18,12 +18,7 @@ EXPERIMENT = Path(__file__).parent.parent / "experiments" / "pr47352.toml"
 
 
 def _traces(tmp_path: Path) -> list[Path]:
-    paths = []
-    for policy, seed in (("fresh", 1), ("share", 2)):
-        p = tmp_path / f"{policy}.trace.jsonl"
-        make_trace(policy, seed, n_requests=12).write(p)
-        paths.append(p)
-    return paths
+    return write_policy_traces(tmp_path, n_requests=12)
 
 
 def test_save_calibration_onto_a_folder_is_refused_before_the_fit(tmp_path, monkeypatch):

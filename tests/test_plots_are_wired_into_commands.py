@@ -6,7 +6,7 @@ import json
 import pytest
 from _sweep_experiment import write_small
 from _synthetic_traces import REFERENCE_SPEC as REFERENCE
-from _synthetic_traces import make_trace
+from _synthetic_traces import write_policy_traces
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
@@ -29,11 +29,7 @@ def pngs(d):
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory):
     d = tmp_path_factory.mktemp("tr")
-    out = []
-    for policy, seed in (("fresh", 1), ("share", 2)):
-        make_trace(policy, seed, n_requests=20).write(d / f"{policy}.trace.jsonl")
-        out.append(d / f"{policy}.trace.jsonl")
-    return out
+    return write_policy_traces(d, n_requests=20)
 
 
 def test_simulate_with_traces_plots_acceptance_and_overlap_and_prints_bars(tmp_path, traces):
