@@ -62,9 +62,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=ROUNDS)
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--weights", default="builtin")
-    ap.add_argument("--penalty", choices=("kappa", "kappa_step", "kappa_lk"), default="kappa_step",
+    ap.add_argument("--penalty", choices=("kappa", "kappa_step", "kappa_lk", "none"), default="kappa_step",
                     help="acceptance.penalty of every prediction (v8: kappa_step, which v7's rows "
-                         "favoured; v7 ran with kappa)")
+                         "favoured; v7 ran with kappa; none: zero penalty)")
     ap.add_argument("--only", nargs="*", default=None, help="configurations (default: all)")
     args = ap.parse_args()
     from mtpsim.result import load_result

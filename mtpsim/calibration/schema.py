@@ -69,10 +69,12 @@ class AcceptanceFit:
     def penalty(self, name: str) -> Penalty | None:
         """The fitted penalty form `name` (mtpsim.models.penalty), None when this file has none
         (no trace of a reuse policy, or a file fitted before the form). Each form's JSON is the
-        value under its `field`."""
+        value under its `field`; a form without one (`none`) is given by every file."""
         from mtpsim.models.penalty import FORMS
 
         form = FORMS[name]
+        if not form.field:  # nothing fitted, nothing stored
+            return form.from_json(None, len(self.base) - 1)
         raw = getattr(self, form.field)
         return None if raw is None else form.from_json(raw, len(self.base) - 1)
 

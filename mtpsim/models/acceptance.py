@@ -5,7 +5,8 @@ multiplies each a_i by the share of the "critical" attention entries its selecti
     a_i' = a_i * (1 - (1 - o_i) ** kappa_i)                             (`keep_factor`)
 o_i being the overlap with the fresh selection at draft step i (mtpsim.models.overlap) and
 kappa_i one kappa for every step (`penalty = "kappa"`), one per step (`"kappa_step"`) or one
-per step scaled with the context's ratio to the top-k (`"kappa_lk"`; mtpsim.models.penalty).
+per step scaled with the context's ratio to the top-k (`"kappa_lk"`; mtpsim.models.penalty);
+`"none"` multiplies by 1 (zero penalty: a reuse policy's acceptance is fresh's).
 The form says: a draft survives if at least one of kappa equally likely
 evidence positions stays selected; a large kappa makes acceptance robust to moderate overlap
 loss and collapse only when the overlap is small (target_share at long context).

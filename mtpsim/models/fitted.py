@@ -15,7 +15,7 @@ import numpy as np
 from mtpsim.models.acceptance import fitted_overlap
 from mtpsim.models.cost import StepShape, cost_features, padded
 from mtpsim.models.overlap import sigmoid as _sigmoid
-from mtpsim.models.penalty import DEFAULT_PENALTY, FORMS, Penalty, keep_factor
+from mtpsim.models.penalty import DEFAULT_PENALTY, FORMS, Penalty
 from mtpsim.policies import traits
 from mtpsim.result import PHASES
 
@@ -82,8 +82,8 @@ class FittedAcceptance:
             a = _sigmoid(b0 + b1 * x + shift)
             if linked and not t.runs_indexer(i):
                 o = fitted_overlap(self.cal, self.policy, context, i, self.topk)
-                kappa = None if self._form is None else self._form.kappa(i, context / self.topk)
-                a = a * keep_factor(o, np.asarray(kappa, float))
+                if self._form is not None:  # None: __post_init__ refused any policy that gets here
+                    a = a * self._form.keep(o, i, context / self.topk)
             out[:, i] = a
         return out
 

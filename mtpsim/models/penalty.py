@@ -4,6 +4,12 @@ reused selection keeps, a_i' = a_i * keep, where o is the overlap at draft step 
 Each form is a class (as each policy is): its parameters, its kappa at a draft step, its fit
 and its JSON in a calibration file (`acceptance.<field>`). `acceptance.penalty` in the spec
 names one (`FORMS`); `kappa_lk` is the default.
+- `NoPenalty` (`none`): zero penalty, keep = 1 whatever the overlap (kappa -> infinity, and 1
+  even at overlap 0): a reused selection keeps every draft's conditional acceptance, so a reuse
+  policy's acceptance is fresh's. No parameters, nothing to fit, nothing stored in a
+  calibration file (it reads from any file). It is the zero-penalty baseline the registered
+  penalty comparisons score the other forms against (benchmarks/penalty_log_score.py; v14 and
+  v15 in docs/uncertainty.md: no form beat it).
 - `Kappa` (the first form): keep = 1 - (1 - o) ** kappa, one kappa at every draft step. A draft
   survives if at least one of kappa equally likely evidence positions stays selected.
 - `KappaStep`: keep = 1 - (1 - o) ** kappa_s, a kappa per draft step. At step s the reused row
@@ -56,7 +62,7 @@ class Penalty(ABC):
     """One form's parameters. `kappa(step, ratio)` at draft step >= 1 and L / K `ratio`."""
 
     name: ClassVar[str]
-    field: ClassVar[str]  # the calibration's acceptance key that holds a fitted one
+    field: ClassVar[str]  # the calibration's acceptance key that holds a fitted one ("": none)
 
     @abstractmethod
     def kappa(self, step: int, ratio: Num = 1.0) -> Num: ...
@@ -259,6 +265,39 @@ class KappaLk(Penalty):
         return cls(tuple(kappas), float(best.x[-1]), ratio_ref)
 
 
+@dataclass(frozen=True, slots=True)
+class NoPenalty(Penalty):
+    """Zero penalty: keep = 1 at every overlap, step and L / K. No parameters; no calibration
+    field (`field` ""): a calibration file gives it whatever it holds."""
+
+    name: ClassVar[str] = "none"
+    field: ClassVar[str] = ""
+
+    def kappa(self, step: int, ratio: Num = 1.0) -> Num:
+        """The limit kappa -> infinity; `keep` is exactly 1 (overlap 0 included): use it."""
+        return math.inf
+
+    def keep(self, overlap: Num, step: int, ratio: Num = 1.0) -> Num:
+        return np.ones(np.broadcast(np.asarray(overlap, float), np.asarray(ratio, float)).shape)
+
+    def to_json(self) -> None:
+        return None
+
+    @classmethod
+    def from_json(cls, obj: Any, steps: int) -> NoPenalty:
+        return cls()
+
+    @classmethod
+    def parametric(cls, kappa: float, step_exponent: float = 0.0,
+                   lk_exponent: float = 0.0) -> NoPenalty:
+        return cls()
+
+    @classmethod
+    def fit(cls, held: HeldEvents | None = None) -> NoPenalty:
+        """Nothing to fit."""
+        return cls()
+
+
 def _every_step(fitted: dict[int, float], k: int, first: float) -> list[float]:
     """kappa for draft steps 1..k-1: a step without events takes the previous step's
     (`first` before any)."""
@@ -268,8 +307,9 @@ def _every_step(fitted: dict[int, float], k: int, first: float) -> list[float]:
     return out
 
 
-FORMS: dict[str, type[Penalty]] = {f.name: f for f in (Kappa, KappaStep, KappaLk)}
+FORMS: dict[str, type[Penalty]] = {f.name: f for f in (Kappa, KappaStep, KappaLk, NoPenalty)}
 PENALTIES = tuple(FORMS)
+PENALISING = tuple(n for n, f in FORMS.items() if f is not NoPenalty)  # forms with a penalty
 DEFAULT_PENALTY = KappaLk.name  # the spec's default (acceptance.penalty)
 
 

@@ -328,9 +328,10 @@ class AcceptanceSpec:
                                      greater_than(0))
     penalty: str = option(DEFAULT_PENALTY, "overlap -> acceptance link: kappa (one kappa at every draft "
                           "step), kappa_step (a kappa per step: critical_entries * "
-                          "s**critical_step_exponent, or a calibration's per-step fit) or "
+                          "s**critical_step_exponent, or a calibration's per-step fit), "
                           "kappa_lk (kappa_step scaled by ((L/K)/16)**critical_lk_exponent, or a "
-                          "calibration's fit of it)",
+                          "calibration's fit of it) or none (zero penalty: a reuse policy keeps "
+                          "fresh's acceptance; critical_* and the overlap have no effect)",
                           one_of(*PENALTIES))
     critical_step_exponent: float = option(0.0, "penalty kappa_step / kappa_lk: kappa at draft "
                                            "step s is critical_entries * s**this",

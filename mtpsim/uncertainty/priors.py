@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from mtpsim.models.penalty import PENALISING
+
 
 @dataclass(frozen=True, slots=True)
 class Param:
@@ -32,20 +34,21 @@ class Param:
 PARAMS: dict[str, Param] = {
     "critical_entries": Param(
         "acceptance.critical_entries", 1e-3, 1e6, "loguniform(2, 64)",
-        "assumed, wide: no public figure for DeepSeek-V3.2; the reference engine fits ~5",
-        calibrated_by_file=True),
+        "assumed, wide: no public figure for DeepSeek-V3.2; the reference engine fits ~5; not "
+        "drawn under acceptance.penalty = none", calibrated_by_file=True,
+        only_with=("acceptance.penalty", PENALISING)),
     "overlap_agreement": Param(
         "acceptance.overlap_agreement", 0.0, 1.0, "uniform(0.2, 0.6)",
         "public: 35-50 % consecutive-step top-2048 overlap at 68K (TensorRT-LLM GVR), widened",
-        calibrated_by_file=True),
+        calibrated_by_file=True, only_with=("acceptance.penalty", PENALISING)),
     "overlap_step_exponent": Param(
         "acceptance.overlap_step_exponent", 0.0, 10.0, "uniform(0.25, 1.0)",
         "assumed, wide: how agreement decays with the step gap is unmeasured",
-        calibrated_by_file=True),
+        calibrated_by_file=True, only_with=("acceptance.penalty", PENALISING)),
     "target_agreement": Param(
         "acceptance.target_agreement", 0.0, 1.0, "uniform(0.0, 0.2)",
         "assumed: target_share collapses acceptance in public reports (only target_share uses it)",
-        calibrated_by_file=True),
+        calibrated_by_file=True, only_with=("acceptance.penalty", PENALISING)),
     "request_sigma": Param(
         "acceptance.request_sigma", 0.0, 10.0, "uniform(0.0, 0.8)",
         "reference-engine fit: 0.34 (logit SD between requests); widened",
