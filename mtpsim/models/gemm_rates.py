@@ -64,9 +64,18 @@ def _check(groups, m, n, k) -> None:
 def _columns(n: float, sms: int) -> np.ndarray:
     """SM-columns (waves x BLOCK_N, minimised over BLOCK_N) for 0.._TABLE_TILES m-tiles of a GEMM
     with n columns: the lookup `compute_seconds` indexes (one per (n, sms), built once)."""
-    tiles_m = np.arange(_TABLE_TILES + 1, dtype=float)[:, None]
-    waves = np.ceil(tiles_m * np.ceil(n / BLOCK_NS) / sms)
-    return np.min(waves * BLOCK_NS, axis=1)
+    # min over BLOCK_N of ceil(tiles_m x ceil(n / BLOCK_N) / sms) x BLOCK_N, one BLOCK_N at a time
+    # (the same float operations per element as a [tiles, BLOCK_N] array and its row minimum, ~4x
+    # cheaper to build; a printed simulate builds 9). A BLOCK_N with the same n-tiles as a smaller
+    # one never needs fewer SM-columns (same waves, wider block): skipped.
+    tiles_m = np.arange(_TABLE_TILES + 1, dtype=float)
+    out = np.full(_TABLE_TILES + 1, np.inf)
+    last = None
+    for block_n, per_tile in zip(BLOCK_NS, np.ceil(n / BLOCK_NS), strict=True):
+        if per_tile != last:
+            np.minimum(out, np.ceil(tiles_m * per_tile / sms) * block_n, out=out)
+            last = per_tile
+    return out
 
 
 def compute_seconds(groups, m, n: float, k: float, sms: int, peak_flops: float,
@@ -122,11 +131,17 @@ def tensor_seconds(groups, m, n: float, k: float, sms: int, peak_flops: float,
 def _row_units(n: float, sms: int, e128: float, e64: float) -> np.ndarray:
     """SM-columns x BLOCK_M / e_c of one GEMM with n columns over 0.._TABLE_ROWS rows (times
     2 k / (P / sms) it is `tensor_seconds`): built once per shape, so a step array costs a lookup."""
+    tiles, small = _row_tiles()
+    return _columns(n, sms)[tiles] * np.where(small, 64.0 / e64, 128.0 / e128)
+
+
+@functools.lru_cache(maxsize=1)
+def _row_tiles() -> tuple[np.ndarray, np.ndarray]:
+    """m-tiles of one GEMM over 0.._TABLE_ROWS rows (ceil(m / BLOCK_M)) and where BLOCK_M is 64:
+    the same for every shape, so `_row_units` builds them once."""
     m = np.arange(_TABLE_ROWS + 1, dtype=float)
     small = m <= SMALL_M
-    block = np.where(small, 64.0, 128.0)
-    cols = _columns(n, sms)[np.ceil(m / block).astype(np.intp)]
-    return cols * np.where(small, 64.0 / e64, 128.0 / e128)
+    return np.ceil(m / np.where(small, 64.0, 128.0)).astype(np.intp), small
 
 
 def _blend_table(p: float, size: int = 1 << 16) -> np.ndarray:
