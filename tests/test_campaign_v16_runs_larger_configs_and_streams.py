@@ -1,0 +1,213 @@
+"""The v16 campaign's registered design (docs/uncertainty.md, "The v16 campaign"): v15's procedure
+in the shared driver (benchmarks/campaign_common.py), 12 configurations never run in v7-v15, inside
+and outside alternating, every round whole batches, the inside ones serving at least 24 requests a
+policy, three Poisson streams among them; v15's four calibration kinds with new seeds; nothing starts
+after the clock limits; the padded indexer keys reach the fit. No test here reads the wall clock's
+date: the registered UTC limits bound the campaign's own run, and each test sets the clock it asks
+about."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+import tomllib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import campaign_common as cc  # noqa: E402
+import campaign_v15 as v15  # noqa: E402
+import campaign_v16 as v16  # noqa: E402
+
+from mtpsim.spec import load_experiment  # noqa: E402
+
+C = v16.CAMPAIGN
+EARLIER = ROOT / "experiments" / "heldout"
+
+
+def _shape(path: Path) -> tuple:
+    e = load_experiment(str(path))
+    w = e.workload
+    return (e.k, e.index_topk, w.input_len, w.input_len_distribution, w.max_concurrency)
+
+
+def test_the_configurations_are_the_specs_alternate_and_were_never_run_in_v7_to_v15():
+    specs = {p.stem for p in C.exp.glob("*.toml")} - set(C.kinds)
+    assert set(C.configs) == specs and len(C.configs) == 12
+    assert [n.split("-")[0] for n in C.configs] == ["in", "out"] * 6
+    later = {"v16"}  # v16 and the campaigns after it
+    before = [p for p in EARLIER.rglob("*.toml") if not later & set(p.parts) and "calibrate" not in p.stem]
+    assert any("v15" in p.parts for p in before) and any("v7" in p.stem or "v8" in p.stem for p in before)
+    assert not {p.stem for p in before} & set(C.configs)
+    old = {_shape(p) for p in before}
+    assert not [n for n in C.configs if _shape(C.exp / f"{n}.toml") in old]
+    seeds = [tomllib.loads((C.exp / f"{n}.toml").read_text())["seed"] for n in C.configs]
+    assert seeds == list(range(1601, 1613))
+
+
+def test_the_kinds_are_v15s_unchanged_but_for_their_seeds():
+    assert C.kinds == v15.CAMPAIGN.kinds
+    for i, kind in enumerate(C.kinds):
+        a = tomllib.loads((v15.CAMPAIGN.exp / f"{kind}.toml").read_text())
+        b = tomllib.loads((C.exp / f"{kind}.toml").read_text())
+        assert b.pop("seed") == 241 + i and a.pop("seed") == 221 + i
+        a.pop("description"), b.pop("description")
+        assert a == b, kind
+    used = (set(range(131, 143)) | set(range(161, 173)) | set(range(181, 193)) | set(range(201, 213))
+            | set(range(221, 233)) | set(range(1301, 1313)) | set(range(1401, 1413))
+            | set(range(1501, 1513)))
+    assert not set(range(C.slice_seed, C.slice_seed + 12)) & used
+
+
+def test_inside_configurations_lie_inside_the_kinds_range_and_outside_ones_do_not():
+    kinds = [load_experiment(str(C.exp / f"{k}.toml")) for k in C.kinds]
+    hi_ctx = max(k.workload.input_len * (1 + k.workload.input_len_spread
+                                         if k.workload.input_len_distribution == "uniform" else 1)
+                 for k in kinds)
+    conc = max(k.workload.max_concurrency for k in kinds)
+    for name in C.configs:
+        e = load_experiment(str(C.exp / f"{name}.toml"))
+        w = e.workload
+        top = w.input_len * (1 + (w.input_len_spread if w.input_len_distribution == "uniform" else 0))
+        inside = e.k == 4 and e.index_topk == 64 and top + w.output_len <= 1796 and w.max_concurrency <= conc
+        assert top <= hi_ctx or not inside
+        assert inside == name.startswith("in-"), name
+
+
+def test_every_round_is_whole_batches_inside_ones_are_large_and_three_are_streams():
+    streams = []
+    for name in C.configs:
+        w = tomllib.loads((C.exp / f"{name}.toml").read_text())["workload"]
+        n, conc, rounds = w["num_prompts"], w["max_concurrency"], w["rounds"]
+        assert rounds >= 2 and n % rounds == 0 and (n // rounds) % conc == 0, name
+        if name.startswith("in-"):
+            assert n >= 32, name  # the acceptance-length width: v15's 2-16-request ones were wide
+        if w["request_rate"] != float("inf"):
+            streams.append(name)
+            assert "stream" in name
+    assert len(streams) == 3 and sum(n.startswith("in-") for n in streams) == 1
+
+
+def _fake_runs(monkeypatch, calls):
+    def fake(args, deadline):  # a run that finishes: its result files appear
+        calls.append((args, deadline))
+        out = Path(args[args.index("--out") + 1])
+        out.mkdir(parents=True, exist_ok=True)
+        for p in cc.POLICIES:
+            (out / f"{p}.json").write_text("{}")
+        return True
+
+    monkeypatch.setattr(cc, "mtpsim", fake)
+
+
+def _open_clock() -> cc.Campaign:
+    later = datetime(2100, 1, 1, tzinfo=UTC)
+    return dataclasses.replace(C, last_start_utc=later, hard_stop_utc=later)
+
+
+def test_nothing_starts_after_the_registered_last_start(tmp_path, monkeypatch):
+    calls: list = []
+    _fake_runs(monkeypatch, calls)
+    just_after = (C.last_start_utc + timedelta(minutes=1)).timestamp()
+    monkeypatch.setattr(cc.time, "time", lambda: just_after)
+    assert cc.run_all(C, tmp_path, dry=False) == [] and calls == []
+    assert "clock rule: slice 0" in (tmp_path / "campaign.log").read_text()
+
+
+def test_nothing_starts_after_the_last_start_even_midway(tmp_path, monkeypatch):
+    calls: list = []
+    _fake_runs(monkeypatch, calls)
+    now = [C.last_start_utc.timestamp() - 3600]
+
+    def fake_then_late(args, deadline):
+        calls.append((args, deadline))
+        out = Path(args[args.index("--out") + 1])
+        out.mkdir(parents=True, exist_ok=True)
+        for p in cc.POLICIES:
+            (out / f"{p}.json").write_text("{}")
+        if len(calls) == 3:  # slice 0, config 0, slice 1: then the clock passes the last start
+            now[0] = C.last_start_utc.timestamp() + 1
+        return True
+
+    monkeypatch.setattr(cc, "mtpsim", fake_then_late)
+    monkeypatch.setattr(cc.time, "time", lambda: now[0])
+    assert cc.run_all(C, tmp_path, dry=False) == [C.configs[0]] and len(calls) == 3
+    assert f"clock rule: {C.configs[1]} and later not started" in (tmp_path / "campaign.log").read_text()
+
+
+def test_slices_and_configs_interleave_read_the_level_densely_and_fit_normalised(tmp_path, monkeypatch):
+    calls: list = []
+    _fake_runs(monkeypatch, calls)
+    c = _open_clock()
+    ran = cc.run_all(c, tmp_path, dry=False)
+    assert ran == list(c.configs)
+    stems = [Path(a[1]).stem for a, _ in calls]
+    assert stems == [x for i in range(12) for x in (c.kinds[i % 4], c.configs[i])]
+    assert all(a[a.index("--level-every") + 1] == "8" for a, _ in calls)
+    slices = [a for a, _ in calls[::2]]
+    assert [int(a[a.index("--seed") + 1]) for a in slices] == list(range(241, 253))
+    assert [a[a.index("--rounds") + 1] for a in slices[:4]] == ["1", "6", "3", "6"]
+    orders = [[a[j + 1] for j, x in enumerate(a) if x == "-p"] for a in slices[:2]]
+    assert orders == [["fresh", "share"], ["share", "fresh"]]
+    tests = [a for a, _ in calls[1::2]]
+    for a, name in zip(tests, c.configs, strict=True):
+        rounds = load_experiment(str(c.exp / f"{name}.toml")).workload.rounds
+        assert a[a.index("--rounds") + 1] == str(rounds)
+    _, hard = cc.clock(c, tmp_path)
+    assert {d for _, d in calls} == {hard}  # a run still going at the hard stop is stopped
+    seen = {}
+
+    def fake_fit(traces, bootstrap, save_to, normalise=None, indexer_keys="own"):
+        seen.update(traces=traces, bootstrap=bootstrap, normalise=normalise, indexer_keys=indexer_keys)
+
+    import mtpsim.runs.simulate
+
+    monkeypatch.setattr(mtpsim.runs.simulate, "fit", fake_fit)
+    assert cc.fit(c, tmp_path)
+    assert len(seen["traces"]) == 24 and seen["bootstrap"] == 32 and seen["normalise"] == "level"
+    assert seen["indexer_keys"] == "padded"  # the registered fit option reaches the fit
+
+
+def test_the_clock_rule_starts_nothing_after_its_minutes(tmp_path, monkeypatch):
+    calls: list = []
+    _fake_runs(monkeypatch, calls)
+    c = _open_clock()
+    t0 = time.time() - 60 * (c.run_minutes + 1)
+    (tmp_path / "started.json").write_text(json.dumps({"started_unix": t0}))
+    last, hard = cc.clock(c, tmp_path)
+    assert last == pytest.approx(t0 + 60 * c.run_minutes) and hard == pytest.approx(t0 + 60 * c.hard_minutes)
+    assert cc.run_all(c, tmp_path, dry=False) == [] and calls == []
+    assert "clock rule" in (tmp_path / "campaign.log").read_text()
+
+
+def test_the_registered_limits_are_55_and_62_minutes_seven_apart_and_keys_padded():
+    assert (C.run_minutes, C.hard_minutes) == (55, 62)
+    assert C.hard_stop_utc - C.last_start_utc == timedelta(minutes=7)
+    assert C.penalty_configs == "all" and C.indexer_keys == "padded"  # v15's declared change, kept
+
+
+def test_every_configuration_declares_the_zero_penalty_and_the_kinds_do_not_care():
+    for name in C.configs:
+        assert load_experiment(str(C.exp / f"{name}.toml")).acceptance.penalty == "none", name
+    # the kinds only feed the fit, which fits every form whatever the spec names
+    assert all("penalty" not in tomllib.loads((C.exp / f"{k}.toml").read_text()).get("acceptance", {})
+               for k in C.kinds)
+
+
+def test_the_shipped_power_figures_are_for_these_configurations_as_sized():
+    power = json.loads((ROOT / "docs" / "data" / "heldout-v16-power" / "power.json").read_text())
+    rows = {r["config"]: r for r in power["configs"]}
+    assert list(rows) == list(C.configs)
+    for name, r in rows.items():
+        w = load_experiment(str(C.exp / f"{name}.toml")).workload
+        assert (r["requests"], r["rounds"]) == (w.num_prompts, w.rounds), name  # resized: rerun the script
+        assert r["inside"] == name.startswith("in-"), name
+    assert power["minutes"]["total"] <= C.run_minutes
+    # the zero penalty: no acceptance-length delta is testable (its predicted effect is ~0)
+    assert not any(r["deltas"]["spec_decode_acceptance_length"]["testable_expected"] for r in rows.values())
