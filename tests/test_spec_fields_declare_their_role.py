@@ -22,7 +22,8 @@ def test_every_declared_field_has_a_role():
         assert getattr(cls, "ROLE", None) in ROLES, section
         for f in fields(cls):
             assert role_of(cls, f.name) in ROLES, f"{section}.{f.name}"
-    assert {role_of(Experiment, k) for k in TOP_LEVEL} == {"bookkeeping"}
+    assert {k: role_of(Experiment, k) for k in TOP_LEVEL} == {
+        "description": "label", "seed": "bookkeeping", "policies": "bookkeeping"}
 
 
 def test_a_field_of_a_section_without_a_role_is_refused():

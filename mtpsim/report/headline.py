@@ -14,8 +14,11 @@ from mtpsim.uncertainty.saved import DECISIVE, measured_delta, saved_interval
 _PCT = (2, " %", "−")  # signed percent, minus sign set as in prose
 
 
-def headline(exp: Experiment, results: dict[str, Any], overridden: bool) -> list[str]:
-    """The first lines of a plain simulate: verdict + interval, measured delta, this run."""
+def headline(exp: Experiment, results: dict[str, Any], overridden: bool,
+             setup_changed: bool = False) -> list[str]:
+    """The first lines of a plain simulate: verdict + interval, measured delta, this run.
+    `overridden`: a flag or --set changed what the file simulates (the saved interval is not of
+    it); `setup_changed`: one changed the measured setup (the measured delta is not of it)."""
     if len(results) < 2:
         return []
     from mtpsim.verdict import same_program
@@ -39,7 +42,7 @@ def headline(exp: Experiment, results: dict[str, Any], overridden: bool) -> list
                    f"({saved}); mtpsim simulate {exp.source} --uncertainty 64 gives one")
     if (meas := measured_delta(exp, policy, base)) is not None:
         src = exp.calibration.measured_source or "the measured rows"
-        where = " at the measured setup, not these settings" if overridden else ""
+        where = " at the measured setup, not these settings" if setup_changed else ""
         out.append(f"  measured{where}: {signed(meas, *_PCT)} ({src})")
     out.append(f"  this simulation: {signed(sim, *_PCT)} (one seeded run, no interval; the table below)")
     return out

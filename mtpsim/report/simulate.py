@@ -104,7 +104,8 @@ def print_run(console: StdConsole, run: SimulateRun, *, plot: Path | None = None
         console.print(line, highlight=False, markup=False)
     from mtpsim.report.headline import headline
 
-    for line in headline(exp, results, overridden=run.overridden):
+    for line in headline(exp, results, overridden=run.overridden,
+                          setup_changed=bool(run.setup_changed)):
         console.print(line, highlight=False, markup=False)
     print_table(console, pr_table(results, title=setup_title(exp, "simulated")))
     for line in summary_lines(results):

@@ -30,7 +30,7 @@ class SimulateRun:
     wall_s: float
     calibration: Calibration | None = None  # fitted from --trace files
     notes: list[str] = field(default_factory=list)  # what the trace fit left out or filled in
-    overridden: bool = False  # a flag or --set changed the experiment file's setup or models
+    overridden: bool = False  # a flag or --set changed what the experiment file simulates
     setup_changed: list[str] = field(default_factory=list)  # --set texts that change the setup
 
     def write(self, out: Path) -> list[Path]:
@@ -141,10 +141,12 @@ def simulate(experiment: str, sets: Sequence[str] = (), policy: Sequence[str] = 
     in place of the spec's acceptance and cost models, for the policies the traces can price.
     `records=False`: the results hold metrics only (no per-request records, no spec copy), all
     that the printed tables read."""
-    from mtpsim.spec.roles import setup_overrides
+    from mtpsim.spec.roles import setup_overrides, simulated_overrides
 
     over = overrides(sets, policy, seed, expected)
-    overridden = bool(over) or calibration is not None
+    # a --set of a description or a runner field changes nothing simulated: the file's saved
+    # interval still holds (mtpsim.uncertainty.saved)
+    overridden = bool(simulated_overrides(over)) or calibration is not None
     notes: list[str] = []
     if calibration is not None:
         calibration, notes, over = fit_what_the_traces_hold(calibration, experiment, over,

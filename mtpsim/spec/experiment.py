@@ -50,7 +50,8 @@ OVERRIDE_SOURCE = "--set"
 # The policies that reuse no top-k row: all a dense family (no indexer) can run
 NO_REUSE_POLICIES = policies_where(lambda t: t.indexer == "every" and not t.later_rows)
 MAX_SPEC_BYTES = 4 * MiB
-_BOOKKEEPING = {"role": "bookkeeping"}  # the role of the TOP_LEVEL fields (mtpsim.spec.fields.ROLES)
+# the roles of the TOP_LEVEL fields (mtpsim.spec.fields.ROLES)
+_BOOKKEEPING, _LABEL = {"role": "bookkeeping"}, {"role": "label"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,7 @@ class Experiment:
     uncertainty: UncertaintySpec
     policies: tuple[str, ...] = field(default=("fresh", "share"), metadata=_BOOKKEEPING)
     seed: int = field(default=0, metadata=_BOOKKEEPING)
-    description: str = field(default="", metadata=_BOOKKEEPING)
+    description: str = field(default="", metadata=_LABEL)
     source: str = "<memory>"
     overrides: tuple[str, ...] = field(default=())
 

@@ -25,8 +25,9 @@ Check = Callable[[Any], str | None]
 # model: the simulator's model parameters and fits, and the data they are fitted on;
 # prior: the uncertainty priors, noise model and Monte Carlo settings;
 # runner: how real mode launches a run (server flags, ports, devices); the simulator ignores it;
-# bookkeeping: seed, policies, descriptions and file pointers.
-ROLES = ("setup", "model", "prior", "runner", "bookkeeping")
+# bookkeeping: seed and policies (what runs and how it is drawn, not what was measured);
+# label: text and pointers that change nothing computed (descriptions, where rows come from).
+ROLES = ("setup", "model", "prior", "runner", "bookkeeping", "label")
 
 
 def option(default: Any, help: str, check: Check | None = None, role: str | None = None) -> Any:

@@ -1,6 +1,7 @@
-"""Which `--set` overrides change the measured setup (workload, engine, model, GPU), read from the
-role each spec field declares (mtpsim.spec.fields.ROLES): overriding any other role leaves
-measured rows valid."""
+"""Which `--set` overrides change the measured setup (workload, engine, model, GPU), and which
+change what a simulation computes, read from the role each spec field declares
+(mtpsim.spec.fields.ROLES): overriding any role but setup leaves measured rows valid; overriding
+a runner or label field leaves a simulation, and a saved --uncertainty summary of it, as it was."""
 
 from __future__ import annotations
 
@@ -33,3 +34,13 @@ def key_role(key: str) -> str:
 def setup_overrides(sets: list[str]) -> list[str]:
     """The `--set` overrides that change the measured setup (workload, engine, model, GPU)."""
     return [o for o in sets if key_role(o.split("=")[0]) == "setup"]
+
+
+# Roles a simulation does not read: real mode's launch settings, and text.
+UNSIMULATED = ("runner", "label")
+
+
+def simulated_overrides(sets: list[str]) -> list[str]:
+    """The `--set` overrides that change what a simulation computes or how it draws (setup,
+    model, prior, seed, policies): all but runner and label fields."""
+    return [o for o in sets if key_role(o.split("=")[0]) not in UNSIMULATED]

@@ -391,7 +391,7 @@ class CalibrationSpec:
     fit_policy: str = option("fresh", "policy of the measured row to fit")
     fit_metrics: tuple[str, ...] = option(("output_throughput", "median_tpot_ms"),
                                           "measured metrics the fit matches")
-    measured_source: str = option("", "where the measured rows come from", role="bookkeeping")
+    measured_source: str = option("", "where the measured rows come from", role="label")
     measured: dict[str, dict[str, float | tuple[float, ...]]] = option(
         {}, "policy -> vLLM bench key -> measured value")
     file: str = option("", "calibration fitted from real traces (mtpsim simulate --trace ... "
@@ -459,7 +459,7 @@ class UncertaintySpec:
     summary: str = option("", "a saved --uncertainty summary of this spec (relative to the "
                           "file; scripts/headline_figures.py --regenerate-uncertainty): a plain "
                           "simulate quotes its verdict first while the spec is unchanged",
-                          role="bookkeeping")
+                          role="label")
     rope_timing_pct: float = option(0.5, "region of practical equivalence of a timing delta, "
                                     "± % (inside it: no practical difference)", _PCT_SD)
     rope_acceptance_length: float = option(0.01, "region of practical equivalence of an "

@@ -3,7 +3,8 @@
 and the measured delta beside it.
 
 The summary records a fingerprint of the experiment file it was made from; a file changed since,
-or a --set, gets no quoted interval, only the command that makes one. numpy-free.
+or a --set that changes what is simulated (any role but runner and label, mtpsim.spec.roles),
+gets no quoted interval, only the command that makes one. numpy-free.
 """
 
 from __future__ import annotations
