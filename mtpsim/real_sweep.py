@@ -66,7 +66,8 @@ def repeat_overrides(point: Point, seed: int, repeat: int) -> list[str]:
 def complete_repeats(out: Path, point: Point, policies: Sequence[str], plan: RealPlan) -> set[int]:
     """Repeats whose every policy has a result of the plan's mode. A file there that does not
     read as a result, or holds another engine's, is one line: rerunning the repeat would
-    replace it (the sweep writes each result whole, so it is damage or something else's)."""
+    replace it (the sweep writes each result whole, so it is damage or something else's); so is
+    a result without its trace (written before it, so moved or deleted)."""
     import os
 
     from mtpsim.result import load_result
@@ -86,6 +87,11 @@ def complete_repeats(out: Path, point: Point, policies: Sequence[str], plan: Rea
             if mode != plan.mode:
                 raise UserError(path, "mode", f"expected a {plan.mode} result of this sweep, got a "
                                 f"{mode} one: {DAMAGED}")
+            if not (trace := run_paths(out, point, r, policy)[1]).is_file():
+                raise UserError(path, None, f"expected its trace {trace.name} beside it (the sweep "
+                                "writes each trace before its result, so it was moved or deleted): "
+                                "put it back, or move this result aside (the sweep then reruns "
+                                "it), or choose another --out")
         if ok:
             done.add(r)
     return done

@@ -111,10 +111,30 @@ DAMAGED = ("not a finished result to resume (run-real writes each whole, so this
 def finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
               weights_sha: str | None = None, rounds: int = 1) -> Result | None:
     """A complete result of the same run already at `path` (a rerun keeps it), None if there is
-    none; a result of other settings (spec, weights, engine, policy), and a file there that does
-    not read as a result, are refused (never rerun over, which would replace what it holds).
-    Reference weights are compared by content (`weights_sha`) when the result records it: the
-    same file moved is the same run, a file retrained in place is not."""
+    none; a result of other settings (spec, weights, engine, policy), a file there that does
+    not read as a result, and one without its trace beside it, are refused (never rerun over,
+    which would replace what it holds, nor kept without a word, which would leave the run's
+    trace missing). Reference weights are compared by content (`weights_sha`) when the result
+    records it: the same file moved is the same run, a file retrained in place is not."""
+    res = _finished(path, mode, policy, exp, served, weights_sha, rounds)
+    if res is not None:
+        require_trace(path, "the policy")
+    return res
+
+
+def require_trace(path: Path, rerun: str) -> None:
+    """A result's trace, POLICY.trace.jsonl, is beside it: run-real writes each trace (a
+    round's, a policy's, the pooled one) before its result, so a result without one had its
+    trace moved or deleted. `rerun`: what moving the result aside reruns."""
+    trace_path = path.with_suffix(".trace.jsonl")
+    if not trace_path.is_file():
+        raise UserError(path, None, f"expected its trace {trace_path.name} beside it (run-real "
+                        "writes each trace before its result, so it was moved or deleted): put it "
+                        f"back, or move this result aside to rerun {rerun}, or rerun with --force")
+
+
+def _finished(path: Path, mode: str, policy: str, exp: Experiment, served: bool,
+              weights_sha: str | None, rounds: int) -> Result | None:
     import os
 
     from mtpsim.result import load_result
@@ -180,19 +200,15 @@ def finished_round(path: Path, mode: str, policy: str, exp: Experiment, served: 
     deleted: refused, not rerun over (that would replace a finished measurement)."""
     from mtpsim.trace import read_trace
 
-    res = finished(path, mode, policy, exp, served, weights_sha, rounds=1)
+    res = _finished(path, mode, policy, exp, served, weights_sha, rounds=1)
     if res is None:
         return None
     where = res.extra.round or {}
     if where.get("index") != r or where.get("of") != n_rounds:
         raise UserError(path, "extra.round", f"expected round {r + 1} of {n_rounds}, found "
                         f"{where}; rerun with --force or choose another --out")
-    trace_path = path.with_suffix(".trace.jsonl")
-    if not trace_path.is_file():
-        raise UserError(path, None, f"expected its trace {trace_path.name} beside it (a round writes "
-                        "its trace before its result, so it was moved or deleted): put it back, "
-                        "or move this result aside to rerun the round, or rerun with --force")
-    return res, read_trace(trace_path)
+    require_trace(path, "the round")
+    return res, read_trace(path.with_suffix(".trace.jsonl"))
 
 
 def check_rounds(out: Path, plan: list[tuple[tuple[str, ...], range]], kept: dict[str, Result],
