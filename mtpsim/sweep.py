@@ -141,8 +141,13 @@ def build_points(experiment: str | Path, sets: Sequence[str],
     `check_memory`: the simulator's memory check (off for the reference engine, whose small
     model is not the spec's `[model]`)."""
     from mtpsim.spec import load_experiment, parse_override
+    from mtpsim.spec.paths import command_line_sets, command_line_value
 
     fixed, axes = parse_axes(sets)
+    # --set paths are from the current folder (mtpsim.spec.paths)
+    fixed = command_line_sets(experiment, fixed)
+    axes = [Axis(a.key, tuple(command_line_value(experiment, a.key, v) for v in a.values))
+            for a in axes]
     size = math.prod(len(a.values) for a in axes)
     if size > MAX_POINTS:
         raise SpecError(SOURCE, None, f"expected a grid of at most {MAX_POINTS:,} points, got "

@@ -111,9 +111,11 @@ def test_advise_does_not_create_its_point_dir_up_front(tmp_path):
 
 def test_a_missing_calibration_file_names_the_field_and_where_it_was_set(tmp_path):
     """Was 'experiments/experiments/pr47352.toml: file not found': the joined path alone, which
-    hid that a --set path is taken from the experiment's folder and which field was wrong."""
+    hid which field was wrong. A --set path is taken from the current folder (it was from the
+    experiment's folder until the first-hour sitting of 2026-12-03 11:36)."""
     line = _one_line(["simulate", PR, "--set", "calibration.file=nope.json"])
-    assert line.startswith("error: --set: calibration.file: ") and "experiments/nope.json" in line, line
+    assert line.startswith("error: --set: calibration.file: ") and "'nope.json'" in line, line
+    assert "current folder" in line, line
     spec = tmp_path / "c.toml"
     spec.write_text('[calibration]\nfile = "missing.json"\n')
     line = _one_line(["simulate", str(spec), "--uncertainty", "4"])

@@ -37,7 +37,8 @@ def calibrate(
         help="Experiment TOML with \\[calibration.measured], e.g. experiments/pr47352.toml.")],
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Override a spec field: section.key=value (repeatable), e.g. "
-        "--set calibration.fit_policy=share.")] = None,
+        "--set calibration.fit_policy=share. "
+        "A relative path (calibration.file) is from the current folder.")] = None,
     write: Annotated[bool, typer.Option(
         "--write", help="Store the fitted factors in the experiment's \\[calibration] table, "
         "keeping its other lines and comments, so that later runs use them, e.g. "
@@ -58,6 +59,7 @@ def calibrate(
     from mtpsim.calibration.factors import identifiable
     from mtpsim.report.tables import fit_table
     from mtpsim.spec import load_experiment
+    from mtpsim.spec.paths import command_line_sets
     from mtpsim.spec.roles import setup_overrides
 
     changed = setup_overrides(set_ or [])
@@ -65,7 +67,7 @@ def calibrate(
         raise UserError("--write", None, "expected no --set that changes the measured setup "
                         f"({', '.join(changed)}): factors fitted to another setup do not belong "
                         "in the experiment file")
-    exp = load_experiment(experiment, list(set_ or []))
+    exp = load_experiment(experiment, command_line_sets(experiment, set_ or []))
     if write:
         from mtpsim.fileio import output_file
 

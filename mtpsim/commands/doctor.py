@@ -22,7 +22,8 @@ def doctor(
         "the machine is checked.")] = None,
     engine: Annotated[str, typer.Option(help="Engine to check for: vllm, reference or sglang.")] = "vllm",
     set_: Annotated[list[str] | None, typer.Option(
-        "--set", help="Override a spec field first, as run-real would: section.key=value.")] = None,
+        "--set", help="Override a spec field first, as run-real would: section.key=value. "
+        "A relative path (calibration.file) is from the current folder.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
     smoke: Annotated[bool, typer.Option(
         "--smoke", help="Check one GPU node for `run-real --smoke` instead (driver's CUDA, nvcc "
@@ -50,8 +51,9 @@ def doctor(
     exp = None
     if experiment is not None:
         from mtpsim.spec import load_experiment
+        from mtpsim.spec.paths import command_line_sets
 
-        exp = load_experiment(str(experiment), list(set_ or []))
+        exp = load_experiment(str(experiment), command_line_sets(experiment, set_ or []))
     elif set_:
         raise UserError(None, "--set", "expected an experiment to apply it to")
     if smoke:

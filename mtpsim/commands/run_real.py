@@ -26,7 +26,8 @@ def run_real(
         "(default: runs/<experiment>-<engine>). Policies with a result there are skipped.")] = None,
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Override a spec field: section.key=value (repeatable), e.g. "
-        "--set workload.num_prompts=8 --set reference.threads=1.")] = None,
+        "--set workload.num_prompts=8 --set reference.threads=1. "
+        "A relative path (calibration.file) is from the current folder.")] = None,
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="Run only these policies (repeatable; default: the spec's).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed (default: the spec's).")] = None,

@@ -15,7 +15,8 @@ err_console = StdConsole(stderr=True)
 PARAMS = (
     Param("experiment", Path, "Experiment TOML, e.g. experiments/pr47352.toml."),
     Param("set_", str, "Override a spec field: section.key=value (repeatable), e.g. "
-          "--set workload.num_prompts=64 --set speculative.num_speculative_tokens=2.",
+          "--set workload.num_prompts=64 --set speculative.num_speculative_tokens=2. "
+          "A relative path (calibration.file) is from the current folder.",
           ("--set",), multiple=True),
     Param("policy", str, "Simulate only these policies (repeatable; default: the spec's), "
           "e.g. -p fresh -p share.", ("--policy", "-p"), multiple=True),
@@ -86,14 +87,16 @@ def simulate(
     """
     from mtpsim.report.simulate import policy_bars, print_run, run_json
     from mtpsim.runs import simulate as runs
+    from mtpsim.spec.paths import command_line_sets
 
     runs.check_flags(trace=trace or [], plot=plot, expected=expected, bootstrap=bootstrap,
                      save_calibration=save_calibration, uncertainty=uncertainty, metrics=metrics,
                      indexer_keys=indexer_keys)
+    sets = command_line_sets(experiment, set_ or [])  # a relative path: from the current folder
     if uncertainty is not None:
         from mtpsim.uncertainty.cli import simulate_uncertainty
 
-        simulate_uncertainty(str(experiment), runs.overrides(set_ or [], policy or [], seed),
+        simulate_uncertainty(str(experiment), runs.overrides(sets, policy or [], seed),
                              uncertainty, jobs, as_json, out, metrics)
         return
     runs.check_outputs(out, plot, save_calibration)
@@ -103,7 +106,7 @@ def simulate(
     # where a file, --json or a plot carries them
     records = as_json or out is not None or plot is not None
     with policy_bars(err_console, enabled=not as_json and err_console.is_terminal) as bars:
-        run = runs.simulate(str(experiment), set_ or [], policy or [], seed, expected, calibration,
+        run = runs.simulate(str(experiment), sets, policy or [], seed, expected, calibration,
                             progress=bars, records=records)
     written = run.write(out) if out is not None else []
     if as_json:

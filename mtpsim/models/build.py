@@ -26,13 +26,11 @@ class SimModels:
 
 
 def calibration_path(exp: Experiment) -> str:
-    """`[calibration] file`, relative to the experiment file's folder."""
-    from pathlib import Path
+    """`[calibration] file`, relative to the experiment file's folder (a --set's relative path
+    was rewritten so, from the current folder: mtpsim.spec.paths)."""
+    from mtpsim.spec.paths import from_experiment
 
-    p = Path(exp.calibration.file).expanduser()
-    if not p.is_absolute() and exp.source not in ("<memory>", ""):
-        p = Path(exp.source).parent / p
-    return str(p)
+    return str(from_experiment(exp.source, exp.calibration.file))
 
 
 def read_experiment_calibration(exp: Experiment) -> Calibration:
@@ -45,13 +43,18 @@ def read_experiment_calibration(exp: Experiment) -> Calibration:
 
     path = calibration_path(exp)
     if not Path(path).exists():
-        by_flag = any(o.partition("=")[0].strip() in ("calibration", "calibration.file")
-                      for o in exp.overrides)
-        raise CalibrationError("--set" if by_flag else exp.source, "calibration.file",
+        from mtpsim.spec.paths import shown
+
+        write = "write one with mtpsim calibrate or mtpsim simulate --trace ... --save-calibration"
+        if any(o.partition("=")[0].strip() in ("calibration", "calibration.file")
+               for o in exp.overrides):  # the value as typed (rewritten from the current folder)
+            raise CalibrationError("--set", "calibration.file", f"expected a calibration file, got "
+                                   f"{shown(Path(path))!r}: file not found (a relative path on the "
+                                   f"command line is taken from the current folder; {write})")
+        raise CalibrationError(exp.source, "calibration.file",
                                f"expected a calibration file, got {exp.calibration.file!r}, which "
                                f"is {path}: file not found (a relative path is taken from the "
-                               "experiment file's folder; write one with mtpsim calibrate or "
-                               "mtpsim simulate --trace ... --save-calibration)")
+                               f"experiment file's folder; {write})")
     return read_calibration(path)
 
 

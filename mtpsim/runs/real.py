@@ -85,7 +85,9 @@ def prepare(experiment: Path, engine: str, *, out: Path | None, sets: list[str],
     real = backend(engine, server)  # an unknown engine, or --server where it always serves: one line
     caps = real.caps
     require_engine(engine, server)
-    overrides = list(sets)
+    from mtpsim.spec.paths import command_line_sets
+
+    overrides = command_line_sets(experiment, sets)  # a relative path: from the current folder
     if policy:
         from mtpsim.policies import policy_flag
 

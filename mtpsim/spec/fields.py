@@ -30,12 +30,14 @@ Check = Callable[[Any], str | None]
 ROLES = ("setup", "model", "prior", "runner", "bookkeeping", "label")
 
 
-def option(default: Any, help: str, check: Check | None = None, role: str | None = None) -> Any:
+def option(default: Any, help: str, check: Check | None = None, role: str | None = None,
+           path: bool = False) -> Any:
     """A spec field with a default, its help text, an optional value check and its role (one of
-    ROLES; None: the section's `ROLE`)."""
+    ROLES; None: the section's `ROLE`). `path`: a file path, read from the experiment file's
+    folder when the file holds it, from the current folder when --set does (mtpsim.spec.paths)."""
     if role is not None and role not in ROLES:
         raise ValueError(f"role {role!r} is not one of {', '.join(ROLES)}")
-    meta = {"help": help, "check": check, "role": role}
+    meta = {"help": help, "check": check, "role": role, "path": path}
     if isinstance(default, dict):
         return field(default_factory=lambda: dict(default), metadata=meta)
     return field(default=default, metadata=meta)

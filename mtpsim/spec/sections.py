@@ -395,8 +395,9 @@ class CalibrationSpec:
     measured: dict[str, dict[str, float | tuple[float, ...]]] = option(
         {}, "policy -> vLLM bench key -> measured value")
     file: str = option("", "calibration fitted from real traces (mtpsim simulate --trace ... "
-                       "--save-calibration; relative to the experiment file): replaces the "
-                       "acceptance model and the roofline step cost")
+                       "--save-calibration; relative to the experiment file's folder, or to the "
+                       "current folder in a --set): replaces the acceptance model and the "
+                       "roofline step cost", path=True)
     probe_s: float = option(0.0, "machine-speed probe wall seconds (mtpsim probe) of the machine "
                             "predicted for: the fitted step costs are rescaled by it over the "
                             "calibration's own probe figure (0: not rescaled)", _nonneg)
@@ -457,9 +458,10 @@ class UncertaintySpec:
     interval: float = option(0.9, "central probability of the reported intervals",
                              in_range(0.5, 0.99))
     summary: str = option("", "a saved --uncertainty summary of this spec (relative to the "
-                          "file; scripts/headline_figures.py --regenerate-uncertainty): a plain "
+                          "file's folder, or to the current folder in a --set; "
+                          "scripts/headline_figures.py --regenerate-uncertainty): a plain "
                           "simulate quotes its verdict first while the spec is unchanged",
-                          role="label")
+                          role="label", path=True)
     rope_timing_pct: float = option(0.5, "region of practical equivalence of a timing delta, "
                                     "± % (inside it: no practical difference)", _PCT_SD)
     rope_acceptance_length: float = option(0.01, "region of practical equivalence of an "

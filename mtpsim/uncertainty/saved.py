@@ -34,10 +34,9 @@ def summary_path(exp: Experiment) -> Path | None:
     raw = exp.uncertainty.summary
     if not raw:
         return None
-    p = Path(raw).expanduser()
-    if not p.is_absolute() and exp.source not in ("<memory>", ""):
-        p = Path(exp.source).parent / p
-    return p
+    from mtpsim.spec.paths import from_experiment
+
+    return from_experiment(exp.source, raw)
 
 
 def measured_delta(exp: Experiment, policy: str, base: str) -> float | None:
