@@ -14,9 +14,10 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
+
+from mtpsim.dataclass import dataclass
 
 _INT = re.compile(r"0|[1-9][0-9]{0,17}")  # what both read alike: no sign, spaces or underscores
 

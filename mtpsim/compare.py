@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
+from mtpsim.dataclass import dataclass
 from mtpsim.policies import policies_where
 from mtpsim.request_record import RequestRecord
 from mtpsim.result import Result

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import ResultError
 from mtpsim.real_sweep import FORMAT
 from mtpsim.result import Result, load_result

@@ -12,10 +12,12 @@ ITL = gaps between streamed chunks, percentiles by linear interpolation (numpy).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from mtpsim.dataclass import dataclass
 
 if TYPE_CHECKING:
     from mtpsim.request_record import RequestRecord

@@ -12,10 +12,10 @@ a round. Fewer than MIN_ROUNDS rounds: "too few rounds to tell".
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from mtpsim import verdict as v
+from mtpsim.dataclass import dataclass
 from mtpsim.result import Result
 
 MIN_ROUNDS = 3

@@ -20,8 +20,10 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from mtpsim.dataclass import dataclass
 
 # rich.markup.RE_TAGS and rich._emoji_replace's pattern: a string either could change is left to rich
 RE_TAGS = re.compile(r"""((\\*)\[([a-z#/@][^[]*?)])""", re.VERBOSE)

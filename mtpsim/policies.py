@@ -12,9 +12,9 @@ comparisons and runners read the traits instead of listing policy names.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import UserError
 
 # name -> one-line meaning; the order is the report's column order.

@@ -18,10 +18,11 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import ResultError, UserError
 from mtpsim.fileio import atomic_write_json, atomic_write_text
 from mtpsim.real.backend import Backend, backend

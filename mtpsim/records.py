@@ -13,10 +13,11 @@ known key of the wrong type is bad input (one line naming the file and the key).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import UserError
 
 

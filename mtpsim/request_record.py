@@ -5,7 +5,9 @@ class at start-up."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from mtpsim.dataclass import dataclass
 
 
 @dataclass(slots=True)

@@ -9,11 +9,12 @@ A plain vLLM `--save-result` JSON reads as a Result with mode "vllm-bench" and n
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mtpsim import __version__
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import ResultError
 from mtpsim.inputs import MiB, loads_json, read_text
 from mtpsim.metrics import SpecDecodeCounters, counters_from_requests, serving_metrics

@@ -14,10 +14,10 @@ import itertools
 import json
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import SpecError
 from mtpsim.fileio import atomic_write_json
 from mtpsim.records import RunExtra

@@ -19,10 +19,11 @@ verified request:
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 from typing import Any
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import TraceError
 from mtpsim.fileio import atomic_write_text, dumps
 from mtpsim.inputs import loads_json, read_text

@@ -3,9 +3,10 @@ trace file (mtpsim.trace) and the checks that build them from JSON (mtpsim.trace
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar
 
+from mtpsim.dataclass import dataclass
 from mtpsim.records import Record
 
 

@@ -10,8 +10,7 @@ Two policies that are the same program at the run's k are reported as such and n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from mtpsim.dataclass import dataclass
 from mtpsim.policies import traits
 
 ROPE_TIMING_PCT = 0.5

@@ -8,11 +8,11 @@ are relative errors. The simulation is deterministic for a given seed, so the fi
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import least_squares
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import SpecError
 from mtpsim.result import Result
 from mtpsim.sim.simulator import simulate

@@ -29,7 +29,7 @@ import dataclasses
 import datetime as _dt
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 from scipy.optimize import least_squares, minimize, nnls
@@ -43,6 +43,7 @@ from mtpsim.calibration.schema import (
     PhaseFit,
 )
 from mtpsim.calibration.shift import MEASURED, PRIOR, PRIOR_SOURCE, WorkloadShift, is_prefill, trace_kind
+from mtpsim.dataclass import dataclass
 from mtpsim.fileio import portable
 from mtpsim.models.cost import INDEXER_KEYS, KEY_FEATURES, StepShape, cost_features, padded
 from mtpsim.models.fitted import FittedCost

@@ -31,12 +31,13 @@ kind the fit did not see, measured by leaving each kind out, or a stated prior; 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mtpsim import __version__
 from mtpsim.calibration.shift import PRIOR, WorkloadShift, shift_from_json
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import UserError
 from mtpsim.fileio import atomic_write_json, finite_json
 from mtpsim.inputs import MiB, loads_json, read_text

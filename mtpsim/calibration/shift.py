@@ -22,11 +22,13 @@ JSON (the schema reads them); the measurement refits the cost, so it lives besid
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from mtpsim.dataclass import dataclass
 
 if TYPE_CHECKING:
     from mtpsim.trace import Trace

@@ -10,13 +10,14 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from mtpsim.arrivals import send_offsets
 from mtpsim.client.prometheus import parse_spec_decode
 from mtpsim.client.request import BACKENDS, RequestOutcome, Sampling, send
 from mtpsim.client.workload import BenchRequest
+from mtpsim.dataclass import dataclass
 from mtpsim.metrics import SpecDecodeCounters
 from mtpsim.request_record import RequestRecord
 from mtpsim.result import Result

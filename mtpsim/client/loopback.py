@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from mtpsim.client.prometheus import render_spec_decode
+from mtpsim.dataclass import dataclass
 from mtpsim.metrics import SpecDecodeCounters
 
 HOST = "127.0.0.1"

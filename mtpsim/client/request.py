@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from mtpsim.client.workload import BenchRequest
+from mtpsim.dataclass import dataclass
 
 if TYPE_CHECKING:
     import aiohttp

@@ -4,12 +4,12 @@ optional `category`) read from a local path."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import UserError
 from mtpsim.inputs import MiB, loads_json, read_text
 from mtpsim.sim.entities import draw_lengths

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass
 from typing import Any
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import UserError
 
 FLAG = "--cluster"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+from mtpsim.dataclass import dataclass
 from mtpsim.doctor.probe import Probe
 from mtpsim.errors import UserError
 from mtpsim.real.backend import Capabilities, backend

@@ -11,10 +11,10 @@ import os
 import socket
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mtpsim.dataclass import dataclass
 from mtpsim.serve_reference.server import HOST
 
 

@@ -12,9 +12,9 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
+from mtpsim.dataclass import dataclass
 from mtpsim.doctor.probe import Gpu, Probe
 
 TOOL_TIMEOUT_S = 20.0

@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import torch
 from torch import Tensor
 
+from mtpsim.dataclass import dataclass
 from mtpsim.engine.corpus import EOS
 from mtpsim.engine.model import PhaseTimer, Transformer
 from mtpsim.engine.sampling import rejection_sample, sample

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from mtpsim.dataclass import dataclass
 from mtpsim.level import AVERAGES, LEVEL_VERSION, record
 
 WARMUP, REPEATS = 1, 3

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mtpsim.dataclass import dataclass
 from mtpsim.engine.indexer import (
     Indexer,
     apply_rope,

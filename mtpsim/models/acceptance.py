@@ -24,11 +24,11 @@ Two parameter forms:
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mtpsim.dataclass import dataclass
 from mtpsim.models.overlap import OverlapParams, fitted_agreement, overlap, overlap_from_agreement
 from mtpsim.models.penalty import DEFAULT_PENALTY, parametric
 from mtpsim.policies import traits

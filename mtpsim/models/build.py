@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mtpsim.dataclass import dataclass
 from mtpsim.models.acceptance import AcceptanceModel
 from mtpsim.models.families import family_of
 from mtpsim.policies import BASELINE

@@ -14,10 +14,11 @@ and written once per step, whatever its context).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
+from mtpsim.dataclass import dataclass
 from mtpsim.models.families import Stack
 
 Num = float | np.ndarray

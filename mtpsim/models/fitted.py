@@ -7,11 +7,12 @@ a simulation on the parametric and roofline models does not create these classes
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mtpsim.dataclass import dataclass
 from mtpsim.models.acceptance import fitted_overlap
 from mtpsim.models.cost import StepShape, cost_features, padded
 from mtpsim.models.overlap import sigmoid as _sigmoid

@@ -22,8 +22,8 @@ counted (vLLM pages them with the KV cache; assumed).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import SpecError
 from mtpsim.models.roofline import CostModel
 from mtpsim.policies import BASELINE

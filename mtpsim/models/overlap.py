@@ -20,11 +20,11 @@ draft step s >= 1, a = sigmoid(u0_s + u1_s ln(L/K)), fitted to recorded overlaps
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mtpsim.dataclass import dataclass
 from mtpsim.policies import traits
 
 if TYPE_CHECKING:

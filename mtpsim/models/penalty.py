@@ -40,10 +40,11 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+
+from mtpsim.dataclass import dataclass
 
 if TYPE_CHECKING:
     from mtpsim.calibration.fit import HeldEvents

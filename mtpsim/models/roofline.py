@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from mtpsim.dataclass import dataclass
 from mtpsim.models import gemm_rates
 from mtpsim.models.cost import Num, StepShape
 from mtpsim.models.families import Stack, family_of

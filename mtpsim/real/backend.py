@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import UserError
 
 if TYPE_CHECKING:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import ResultError, SpecError, UserError
 
 if TYPE_CHECKING:

@@ -5,9 +5,11 @@ decide it written as an experiment file. mtpsim.report.advise renders what this 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from mtpsim.dataclass import dataclass
 
 PROB = 0.9  # the intervals' probability
 

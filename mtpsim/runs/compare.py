@@ -6,10 +6,11 @@ compared point by point (`compare_sweep`). mtpsim.report.compare prints what the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import UserError
 
 if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast

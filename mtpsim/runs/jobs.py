@@ -6,9 +6,9 @@ and answer (`attempt`, `settle`), so a job reads the same on either backend."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import JobError, UserError, one_line
 
 S = TypeVar("S")

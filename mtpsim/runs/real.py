@@ -9,10 +9,10 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import UserError
 
 if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast

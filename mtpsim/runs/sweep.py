@@ -9,9 +9,11 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
+
+from mtpsim.dataclass import dataclass
 
 # The progress bar for `total` points: a context yielding tick(points finished, state text).
 Bar = Callable[[int], contextlib.AbstractContextManager[Callable[[int, str], None]]]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from mtpsim.dataclass import dataclass
 from mtpsim.metrics import SpecDecodeCounters
 from mtpsim.serve_reference.indexer_counts import IndexerCounter
 

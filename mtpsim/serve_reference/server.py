@@ -7,9 +7,9 @@ import signal
 import socket
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import UserError
 from mtpsim.serve_reference.access_log import stamp
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+from mtpsim.dataclass import dataclass
 
 MAX_BULK_STEPS = 256  # caps context drift within one bulk (acceptance is read at its start)
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from mtpsim.dataclass import dataclass
 from mtpsim.models.cost import StepShape
 
 

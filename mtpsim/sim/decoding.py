@@ -12,11 +12,11 @@ block whether or not it still needs one: request r sees the same uniforms under 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from mtpsim.dataclass import dataclass
 from mtpsim.models.acceptance import draw_accepted
 
 GROUP = 512  # requests per stream (keeps the arrays of one draw in cache)

@@ -6,9 +6,11 @@ turned into seconds at the end; inter-token latencies likewise, as runs between 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
+
+from mtpsim.dataclass import dataclass
 
 
 def draw_lengths(rng: np.random.Generator, n: int, mean: int, dist: str, spread: float) -> np.ndarray:

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from mtpsim.dataclass import dataclass
 from mtpsim.sim.entities import RequestTable
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 from typing import Any
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import SpecError
 from mtpsim.inputs import MAX_NESTING, MiB, check_nesting, read_text
 from mtpsim.metrics import conditional_to_marginal, marginal_to_conditional

@@ -6,9 +6,9 @@ none of its own with `option(..., role=...)`."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import ClassVar
 
+from mtpsim.dataclass import dataclass
 from mtpsim.models.families import FAMILIES
 from mtpsim.models.penalty import DEFAULT_PENALTY, PENALTIES
 from mtpsim.spec.fields import (

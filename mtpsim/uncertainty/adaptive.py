@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
+
+from mtpsim.dataclass import dataclass
 
 DEFENSIVE = 0.2  # share of each adaptive stage drawn from the priors themselves
 MIN_PILOT = 32  # prior draws a first proposal is fitted from; fewer: the prior draws alone

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import SpecError
 from mtpsim.models.families import FAMILIES
 from mtpsim.policies import NO_MTP, policies_where

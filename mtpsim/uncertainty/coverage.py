@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from statistics import NormalDist
 
 import numpy as np
 
+from mtpsim.dataclass import dataclass
 from mtpsim.uncertainty.intervals import Interval
 
 COVERAGE_METRICS = ("spec_decode_acceptance_length", "output_throughput", "median_tpot_ms")

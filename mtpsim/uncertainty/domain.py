@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 import os
 import platform
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from mtpsim.dataclass import dataclass
 from mtpsim.report.numbers import compact
 from mtpsim.spec import Experiment
 

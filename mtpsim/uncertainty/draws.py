@@ -16,11 +16,11 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mtpsim.dataclass import dataclass
 from mtpsim.spec import Experiment
 from mtpsim.uncertainty.intervals import EXPECTED_AL
 from mtpsim.uncertainty.priors import PARAMS, Prior, resolved

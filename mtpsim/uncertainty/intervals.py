@@ -6,8 +6,8 @@ summaries that made it (mtpsim.uncertainty.summary)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
+from mtpsim.dataclass import dataclass
 from mtpsim.verdict import BETTER, WORSE, Rope, higher_is_better, judge, same_program
 
 # kept beside the tabled metrics, not tabled: the acceptance length the model expects on the drawn

@@ -23,9 +23,10 @@ two effective ones.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
+
+from mtpsim.dataclass import dataclass
 
 CONDITION_METRICS = ("output_throughput", "median_tpot_ms", "spec_decode_acceptance_length")
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from mtpsim.dataclass import dataclass
 from mtpsim.models.penalty import PENALISING
 
 

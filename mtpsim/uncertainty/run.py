@@ -6,11 +6,12 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mtpsim.dataclass import dataclass
 from mtpsim.spec import Experiment
 from mtpsim.spec.roles import setup_overrides
 from mtpsim.uncertainty import adaptive

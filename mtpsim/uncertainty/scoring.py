@@ -21,7 +21,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from mtpsim.dataclass import dataclass
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
 WAYS = ("model", "+ run noise", "+ machine drift")

@@ -11,9 +11,10 @@ interval most.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
+
+from mtpsim.dataclass import dataclass
 
 # measurement -> the parameters it pins (every prior in mtpsim.uncertainty.priors.PARAMS is in
 # one group: a drawn prior outside every group would count toward no measurement)

@@ -7,10 +7,10 @@ k."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
+from mtpsim.dataclass import dataclass
 from mtpsim.uncertainty.domain import Extrapolation
 from mtpsim.uncertainty.draws import BENCH_METRICS, LATENCIES, THROUGHPUTS, Draw
 from mtpsim.uncertainty.intervals import ACCEPTANCE, EXPECTED_AL, Interval, region

@@ -12,9 +12,11 @@ warm-up, DP-sync dummy batches).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
+
+from mtpsim.dataclass import dataclass
 
 CONTEXTS = ("propose", "capture", "dummy")
 # What each context's counts came from, as the verdict says it.

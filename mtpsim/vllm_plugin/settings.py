@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mtpsim.dataclass import dataclass
 from mtpsim.policies import policies_where
 
 ENV_POLICY = "MTPSIM_POLICY"

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from mtpsim.client.workload import (
     speed_bench_requests,
 )
 from mtpsim.console import StdConsole
+from mtpsim.dataclass import dataclass
 from mtpsim.errors import UserError
 from mtpsim.real.backend import BACKENDS, ServedBackend, backend
 from mtpsim.records import RunExtra

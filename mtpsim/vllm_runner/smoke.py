@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import importlib.resources
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
+from mtpsim.dataclass import dataclass
 from mtpsim.result import Result
 from mtpsim.trace import Trace
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from mtpsim.dataclass import dataclass
 
 if TYPE_CHECKING:
     from mtpsim.spec import ModelSpec
