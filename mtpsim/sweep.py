@@ -4,11 +4,15 @@ run on the executor (mtpsim.runs.executor).
 A point is the experiment with one value per axis. Its file `DIR/points/<id>.json` is named by a
 hash of the validated spec (so an edited experiment file or a different grid never reuses a
 stale point) and written on the driver as each point arrives (from a local worker or a Ray
-node), so an interrupted sweep keeps every finished point and a rerun skips them.
+node), so an interrupted sweep keeps every finished point and a rerun skips them. The file
+records the mtpsim that made it (`made_by`: version, a hash of its code, the git commit); a
+point made by other code is rerun, since a sweep's points are compared with each other, and a
+resumed sweep says what it reuses and reruns, and why (`resume_lines`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -186,6 +190,44 @@ def point_path(out: Path, point: Point) -> Path:
     return out / "points" / f"{point.point_id}.json"
 
 
+def made_by() -> dict[str, Any]:
+    """The mtpsim that makes a point here: its version, a hash of its code (every .py, .toml and
+    .json file of the package: the model, the presets, the defaults) and, in a git checkout,
+    the commit (None where installed from a wheel; the code hash also covers uncommitted edits)."""
+    return dict(_made_by())
+
+
+@functools.cache
+def _made_by() -> tuple[tuple[str, Any], ...]:
+    from mtpsim import __version__
+
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*")):
+        if f.suffix in (".py", ".toml", ".json") and "__pycache__" not in f.parts and f.is_file():
+            h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
+    return (("version", __version__), ("code", h.hexdigest()[:16]), ("commit", _commit(root)))
+
+
+def _commit(root: Path) -> str | None:
+    """The git commit of the checkout `root` (the package folder) is in, else None."""
+    import subprocess
+
+    if not (root.parent / ".git").exists():
+        return None
+    try:
+        r = subprocess.run(["git", "-C", str(root.parent), "rev-parse", "HEAD"], capture_output=True,
+                           text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() or None if r.returncode == 0 else None
+
+
+def _code_of(rec: dict[str, Any]) -> str | None:
+    made = rec.get("mtpsim")
+    return str(made.get("code")) if isinstance(made, dict) else None
+
+
 def load_finished(path: Path, point: Point) -> dict[str, Any] | None:
     """The point's stored record if it is complete and matches, else None (rerun it)."""
     try:
@@ -255,13 +297,71 @@ class PointFiles:
     out: Path
 
     def load(self, point: Point) -> dict[str, Any] | None:
+        """The point's finished record if this mtpsim's code made it, else None (rerun it)."""
         rec = load_finished(point_path(self.out, point), point)
-        if rec is not None:
-            rec["resumed"] = True
+        if rec is None or _code_of(rec) != made_by()["code"]:
+            return None
+        rec["resumed"] = True
         return rec
 
     def save(self, point: Point, rec: dict[str, Any]) -> None:
+        rec["mtpsim"] = made_by()
         atomic_write_json(point_path(self.out, point), rec)
+
+
+def resume_lines(out: Path, points: Sequence[Point], experiment: str) -> list[str]:
+    """What a sweep into `out` does with the point files already there: one line per kind,
+    with counts (none when the folder holds no point file)."""
+    folder = out / "points"
+    if not folder.is_dir() or not any(folder.glob("*.json")):
+        return []
+    code = made_by()["code"]
+    kinds: dict[str, list[Point]] = {k: [] for k in ("reused", "other", "before", "damaged", "new")}
+    others = set()
+    for p in points:
+        path = point_path(out, p)
+        rec = load_finished(path, p) if path.exists() else None
+        kind = ("new" if not path.exists() else "damaged" if rec is None else
+                "before" if _code_of(rec) is None else "reused" if _code_of(rec) == code else "other")
+        if kind == "other":
+            others.add(str(_code_of(rec)))
+        kinds[kind].append(p)
+    changed = _changed_since(folder, kinds["new"], experiment, {p.point_id for p in points})
+    new = [p for p in kinds["new"] if p not in changed]
+    n = {k: len(v) for k, v in kinds.items()}
+    commit = made_by()["commit"]
+    this = f"this is {code}" + (f", commit {commit[:12]}" if commit else "")
+    said = [(n["reused"], f"reused from {folder} (same spec, same mtpsim code)"),
+            (n["other"], f"rerun: made by other mtpsim code ({', '.join(sorted(others))}; {this}): "
+                         "a sweep's points come from one model"),
+            (n["before"], "rerun: made before point files recorded the mtpsim that made them"),
+            (n["damaged"], "rerun: the file does not read as a finished point of this grid"),
+            (len(changed), "rerun: their spec changed since their files were made (same experiment "
+                           "and --set; the experiment file, a preset or an mtpsim default changed); "
+                           "the old files are left unread"),
+            (len(new), f"new: no file in {folder}")]
+    return [f"resume: {k} point{'s' if k != 1 else ''} {text}" for k, text in said if k]
+
+
+def _changed_since(folder: Path, missing: Sequence[Point], experiment: str,
+                   ids: set[str]) -> list[Point]:
+    """The points without a file whose experiment and --set a file of another spec holds: their
+    spec changed since that file was made."""
+    wanted = {tuple(p.overrides): p for p in missing}
+    here = Path(experiment).resolve()
+    found = []
+    for f in folder.glob("*.json"):
+        if f.stem in ids or not wanted:
+            continue
+        try:
+            rec = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if (isinstance(rec, dict) and isinstance(rec.get("overrides"), list)
+                and isinstance(rec.get("experiment"), str) and Path(rec["experiment"]).resolve() == here
+                and (p := wanted.pop(tuple(rec["overrides"]), None)) is not None):
+            found.append(p)
+    return found
 
 
 def run_points(experiment: str, points: Sequence[Point], out: Path | None,

@@ -14,7 +14,7 @@ GRID = ["--set", "speculative.num_speculative_tokens=2,3", "--set", "workload.ma
 def sweep(exp, out):
     res = CliRunner().invoke(app, ["sweep", str(exp), *GRID, "--out", str(out), "--json", "-j", "2"])
     assert res.exit_code == 0, res.output
-    return json.loads(res.output)
+    return json.loads(res.stdout)  # stderr says what a resume reuses
 
 
 def test_rerun_resumes_every_finished_point_and_redoes_a_damaged_one(tmp_path):

@@ -27,7 +27,8 @@ def sweep(
         "on a shared machine. Ignored with --cluster.")] = None,
     out: Annotated[Path | None, typer.Option(
         help="Folder for one file per point (DIR/points/<id>.json; real sweeps: DIR/points/<id>/"
-        "r<R>/<policy>.json) and DIR/sweep.json; a rerun skips what is complete there. "
+        "r<R>/<policy>.json) and DIR/sweep.json; a rerun skips what is complete there (a simulated "
+        "point: made by this mtpsim's code; it says what it reuses and reruns). "
         "E.g. --out runs/sweep.")] = None,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print the rows as JSON instead of the table, e.g. --json > rows.json.")] = False,
@@ -73,13 +74,10 @@ def sweep(
     sets = list(set_ or [])
     axes, points, out = runs.prepare(experiment, sets, engine=engine, server=server, repeats=repeats,
                                      cluster=cluster, out=out, plot=plot, uncertainty=uncertainty)
-    rerun = _rerun_argv(experiment, sets, jobs, engine, repeats, server)
-
-    def interrupted(kept: int) -> typer.Exit:
-        err_console.print(report.interrupted(out, kept, len(points), rerun), highlight=False,
-                          markup=False, soft_wrap=True)
-        return typer.Exit(130)
-
+    interrupted = _on_interrupt(out, len(points), _rerun_argv(experiment, sets, jobs, engine,
+                                                              repeats, server))
+    if out is not None and engine is None and uncertainty is None:
+        _say_resume(out, points, str(experiment))
     bar = report.points_bar(err_console, enabled=not as_json and err_console.is_terminal)
     with runs.session(cluster) as nodes:
         if uncertainty is not None:
@@ -106,6 +104,26 @@ def sweep(
         report.print_failed(err_console, run.failed)
         if run.failed:
             raise typer.Exit(1)
+
+
+def _on_interrupt(out: Path | None, points: int, rerun: list[str]) -> Any:
+    """Ctrl-C after `kept` points: say what was kept and how to resume; exit 130."""
+    from mtpsim.report import sweep as report
+
+    def interrupted(kept: int) -> typer.Exit:
+        err_console.print(report.interrupted(out, kept, points, rerun), highlight=False,
+                          markup=False, soft_wrap=True)
+        return typer.Exit(130)
+
+    return interrupted
+
+
+def _say_resume(out: Path, points: list, experiment: str) -> None:
+    """On stderr, what the point files already in --out give: reused, rerun and why, new."""
+    from mtpsim.sweep import resume_lines
+
+    for line in resume_lines(out, points, experiment):
+        err_console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def _rerun_argv(experiment: Path, sets: list[str], jobs: int | None, engine: str | None,
