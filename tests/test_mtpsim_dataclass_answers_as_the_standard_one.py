@@ -158,3 +158,23 @@ def test_other_options_go_to_the_standard_library():
 
     assert Ordered(1) < Ordered(2)
     assert "__lt__" in Ordered.__dict__
+
+
+def test_every_mtpsim_dataclass_is_made_by_it():
+    """A class made by the standard decorator compiles its methods again at every start."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "mtpsim"
+    standard = []
+    for path in root.rglob("*.py"):
+        if path == root / "dataclass.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "dataclasses" and \
+                    any(a.name == "dataclass" for a in node.names):
+                standard.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+            if isinstance(node, ast.Attribute) and node.attr == "dataclass" and \
+                    isinstance(node.value, ast.Name) and node.value.id == "dataclasses":
+                standard.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    assert standard == [], "use `from mtpsim.dataclass import dataclass`"
