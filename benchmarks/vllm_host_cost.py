@@ -3,6 +3,7 @@
 
     python benchmarks/vllm_host_cost.py 64 256 512 1000
     python benchmarks/vllm_host_cost.py --mtp 1 256 1000     # also with MTP k = 1, interleaved
+    python benchmarks/vllm_host_cost.py --cpu --steps 80 128 256 1000   # thread CPU time, more steps
 
 Builds the installed vLLM's V1 `Scheduler` (no GPU, no weights: a two-layer config written to a
 temporary folder, a paged KV cache large enough for every request), adds N requests of 200 prompt
@@ -38,6 +39,7 @@ DEEPSEEK = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_
             "torch_dtype": "bfloat16", "rms_norm_eps": 1e-6, "num_nextn_predict_layers": 1,
             "rope_theta": 10000}
 BLOCKS = 200_000
+CLOCK = time.perf_counter  # --cpu: time.thread_time, the thread's CPU time (less moved by load)
 
 
 def scheduler(model_dir: str, n: int, k: int = 0):
@@ -86,19 +88,19 @@ def measure(model_dir: str, n: int, k: int = 0, steps: int = 40) -> tuple[int, f
                               pooling_params=None))
     sched, update = [], []
     for _ in range(steps):
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         out = s.schedule()
-        t1 = time.perf_counter()
+        t1 = CLOCK()
         ids = list(out.num_scheduled_tokens)
         sampled = [[5, 6] if k and j % 4 else [5] for j in range(len(ids))]
         mro = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: j for j, r in enumerate(ids)},
                                 sampled_token_ids=sampled, logprobs=None,
                                 prompt_logprobs_dict={}, pooler_output=[])
-        t2 = time.perf_counter()
+        t2 = CLOCK()
         s.update_from_output(out, mro)
         if k:
             s.update_draft_token_ids(DraftTokenIds(ids, [[7] * k for _ in ids]))
-        t3 = time.perf_counter()
+        t3 = CLOCK()
         decode_only = out.total_num_scheduled_tokens <= len(ids) * (k + 1)
         if decode_only and len(ids) == n:  # decode-only steps of all n
             sched.append(t1 - t0)
@@ -107,17 +109,26 @@ def measure(model_dir: str, n: int, k: int = 0, steps: int = 40) -> tuple[int, f
 
 
 def main(argv: list[str]) -> int:
-    mtp = 0
-    if argv[:1] == ["--mtp"]:
-        mtp, argv = int(argv[1]), argv[2:]
+    global CLOCK
+    mtp, steps = 0, 40
+    while argv[:1] and argv[0].startswith("--"):
+        if argv[0] == "--mtp":
+            mtp, argv = int(argv[1]), argv[2:]
+        elif argv[0] == "--steps":
+            steps, argv = int(argv[1]), argv[2:]
+        elif argv[0] == "--cpu":
+            CLOCK, argv = time.thread_time, argv[1:]
+        else:
+            print(f"error: {argv[0]}: expected --mtp K, --steps N or --cpu", file=sys.stderr)
+            return 2
     sizes = [int(a) for a in argv] or [64, 256, 1000]
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "config.json").write_text(json.dumps(DEEPSEEK if mtp else CONFIG))
         print("running  k  steps  schedule_ms  update_ms  us_per_request")
         for n in sizes:
             for k in sorted({0, mtp}):
-                steps, a, b = measure(d, n, k)
-                print(f"{n:7d}  {k}  {steps:5d}  {a:11.2f}  {b:9.2f}  {(a + b) * 1e3 / n:14.1f}")
+                timed, a, b = measure(d, n, k, steps)
+                print(f"{n:7d}  {k}  {timed:5d}  {a:11.2f}  {b:9.2f}  {(a + b) * 1e3 / n:14.1f}")
     return 0
 
 

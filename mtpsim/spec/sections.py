@@ -362,7 +362,7 @@ class CalibrationSpec:
     overhead_ms: float = option(1.0, "fixed host/launch cost of every engine step", _nonneg)
     eager_overhead_ms: float = option(2.0, "extra cost of a step that runs outside CUDA graphs",
                                       _nonneg)
-    host_us_per_request: float = option(40.0, "host CPU time per request in a step (scheduler, "
+    host_us_per_request: float = option(12.0, "host CPU time per request in a step (scheduler, "
                                         "output update, input preparation), µs; hidden behind "
                                         "the GPU under async scheduling", in_range(0, 1e5))
     frontend_ms_per_request: float = option(0.0, "API-server event-loop time per request before "

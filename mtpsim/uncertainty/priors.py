@@ -86,10 +86,14 @@ PARAMS: dict[str, Param] = {
         "assumed, wide: the roofline finds ~36 µs per step; the PR's +0.66 % would need ~0.5 ms",
         calibrated_by_file=True),
     "host_us_per_request": Param(
-        "calibration.host_us_per_request", 0.0, 1e5, "loguniform(20, 80)",
-        "measured: vLLM 0.33.0's Scheduler.schedule + update_from_output take 25-40 µs per "
-        "running request per step on a 2-core VM (docs/public-corpus.md, v3); input preparation "
-        "and output serialization unmeasured, so up to 2x; drawn only where the work is serial",
+        "calibration.host_us_per_request", 0.0, 1e5, "loguniform(5, 30)",
+        "measured and public: vLLM 0.33.0's Scheduler.schedule + update_from_output take ~30-35 "
+        "µs of CPU per running request per step on this 2-core VM, whose update_from_output "
+        "runs 8-10x slower than vLLM PR #46112's (1.1 µs per request at 128 and 256), so ~4 µs "
+        "on that host; up to 2x for a server core, plus the SchedulerOutput broadcast to the "
+        "workers (vLLM's benchmark_scheduler_output_rpc_pack.py quotes a production capture, "
+        "~9.5 µs per request at ~200) and the workers' input preparation (docs/public-corpus.md, "
+        "'Host work per request, re-grounded'); drawn only where the work is serial",
         calibrated_by_file=True, only_with=("engine.async_scheduling", (False,))),
     "frontend_ms_per_request": Param(
         "calibration.frontend_ms_per_request", 0.0, 1e4, "loguniform(10, 24)",
