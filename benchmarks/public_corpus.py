@@ -47,6 +47,13 @@ ONE_API_SERVER_VERSIONS = ("0.13.0", "nightly (Dec 2025)")
 # between GPU steps, not during them
 SERIAL_HOST_VERSIONS = ("0.13.0", "nightly (Dec 2025)", "0.11.0", "0.7.4.dev181+gf35f8e22",
                         "0.7.3.dev138+g21f6ca217 (ROCm)")
+# vLLM versions whose default engine was V0 (V1 became the default in v0.8.0): the host prior of
+# calibration.host_us_per_request rests on V1's scheduler (vLLM PR #46112, benchmarks/
+# vllm_host_cost.py), so these rows keep the V1-on-a-2-core-VM prior it had before, which V0's one
+# public figure does not undercut (vLLM issue #6801: ~20 ms of host time a step at 200 running
+# requests, ~100 us each)
+V0_ENGINE_VERSIONS = ("0.7.4.dev181+gf35f8e22", "0.7.3.dev138+g21f6ca217 (ROCm)")
+V0_HOST_PRIOR = "loguniform(20, 80)"
 # vLLM versions before the Triton top-k/top-p kernels (PR #33538; PR #32558 still called main's
 # sampler sort-based on 18 January 2026, and 0.14.1 is a patch release of 0.14): `apply_top_k_top_p`
 # sorts every sampled row's whole vocabulary (FlashInfer's sampler was opt-in)
@@ -177,6 +184,9 @@ def experiment_text(row: dict) -> str:
         lines += ["", "[acceptance]",
                   f'dataset_class = "{"chat" if sharegpt else "random"}"  # rates: the PR\'s, '
                   "scaled by this class's prior"]
+    if row["engine"] == "vllm" and row["engine_version"] in V0_ENGINE_VERSIONS:
+        lines += ["", "[uncertainty.priors]",
+                  f'host_us_per_request = "{V0_HOST_PRIOR}"  # V0 engine: its host work per request']
     text = "\n".join(lines) + "\n"
     refusal = _refusal(text)
     return text.replace("\n[model]", f"{REFUSED}{refusal}\n\n[model]", 1) if refusal else text
