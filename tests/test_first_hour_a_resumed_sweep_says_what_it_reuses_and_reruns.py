@@ -69,3 +69,27 @@ def test_points_whose_spec_changed_since_are_rerun_and_said_so(tmp_path):
     assert any(line.startswith("resume: 3 points rerun: their spec changed since their files were "
                                "made") for line in said), said
     assert not any("reused" in line for line in said), said
+
+
+def test_uncertainty_draws_of_other_code_are_rerun_and_said_so(tmp_path):
+    """`sweep --uncertainty N --out DIR` keeps each point's draws in DIR/uncertainty: the same
+    rule (they were reused whatever code made them)."""
+    exp, out = write_small(tmp_path), tmp_path / "out"
+    args = ["sweep", str(exp), "--set", "workload.max_concurrency=2,4", "--uncertainty", "2",
+            "-j", "1", "--out", str(out), "--json"]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    stale = sorted((out / "uncertainty").glob("*.json"))[0]
+    rec = json.loads(stale.read_text())
+    assert rec["mtpsim"]["code"]
+    rec["mtpsim"]["code"] = "0" * 16
+    rec["rows"][0]["output_throughput"]["median"] = 1.0  # not this code's figure
+    stale.write_text(json.dumps(rec))
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["points"] == json.loads(first.stdout)["points"]
+    said = [" ".join(line.split()) for line in again.stderr.splitlines()]
+    assert f"resume: 1 point reused from {out / 'uncertainty'} (same spec, 2 draws, same mtpsim " \
+           "code)" in said, said
+    assert "resume: 1 point rerun: made by other mtpsim code, or before point files recorded it" \
+        in said, said

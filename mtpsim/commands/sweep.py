@@ -142,7 +142,10 @@ def _sweep_uncertainty(experiment: Path, axes: list, points: list, draws: int, j
     from mtpsim.runs import sweep as runs
     from mtpsim.runs.executor import default_workers
     from mtpsim.uncertainty.cli import print_sweep_uncertainty
+    from mtpsim.uncertainty.sweep import resume_lines
 
+    for line in resume_lines(out, points, draws) if out is not None else []:
+        err_console.print(line, highlight=False, markup=False, soft_wrap=True)
     records = runs.uncertain(experiment, points, draws, jobs or default_workers(), nodes, retries,
                              out)
     print_sweep_uncertainty(str(experiment), axes, records, draws, as_json)
