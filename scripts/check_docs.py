@@ -166,15 +166,19 @@ def _mtpsim_problem(root: Path, args: list[str]) -> str | None:
             return f"mtpsim {name}: {path} is not in the repository"
     sets = list(params.get("set_") or [])
     if exp is not None and not PLACEHOLDER.search(str(exp)) and name != "sweep" and "$" not in str(sets):
+        import contextlib
+
         from mtpsim.spec import load_experiment
+        from mtpsim.spec.paths import command_line_sets
 
-        try:
-            spec = load_experiment(root / exp, sets)
-            if spec.calibration.file:  # resolved against the experiment's folder, as simulate does
-                from mtpsim.calibration.schema import read_calibration
-                from mtpsim.models.build import calibration_path
+        try:  # from the repository's root, as a reader runs the docs' commands: a relative path
+            with contextlib.chdir(root):  # in a --set is read from the current folder
+                spec = load_experiment(exp, command_line_sets(exp, sets))
+                if spec.calibration.file:  # resolved as simulate resolves it
+                    from mtpsim.calibration.schema import read_calibration
+                    from mtpsim.models.build import calibration_path
 
-                read_calibration(calibration_path(spec))
+                    read_calibration(calibration_path(spec))
         except UserError as e:
             return f"mtpsim {name}: {e.message()}"
     return None
