@@ -206,6 +206,7 @@ NOT_SHIPPED = [
 def regenerate() -> None:
     """Re-simulate the upstream experiment (seed 0) into docs/data/pr47352-sim, without the
     per-request records (the figures are aggregates; the simulation is seeded, so it reproduces)."""
+    from mtpsim.fileio import atomic_write_text
     from mtpsim.sim.simulator import simulate
     from mtpsim.spec import load_experiment
 
@@ -213,7 +214,10 @@ def regenerate() -> None:
     for policy in exp.policies:
         res = simulate(exp, policy)
         res.requests = None
-        res.write(SIM / f"{policy}.json")
+        out = SIM / f"{policy}.json"
+        res.write(out)
+        # checkout-relative paths: the spec is named by its absolute path in this checkout
+        atomic_write_text(out, out.read_text().replace(f"{ROOT}/", ""))
 
 
 def regenerate_uncertainty(jobs: int = 1) -> None:
