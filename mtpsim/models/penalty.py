@@ -9,7 +9,7 @@ names one (`FORMS`); `kappa_lk` is the default.
   policy's acceptance is fresh's. No parameters, nothing to fit, nothing stored in a
   calibration file (it reads from any file). It is the zero-penalty baseline the registered
   penalty comparisons score the other forms against (benchmarks/penalty_log_score.py; v14 and
-  v15 in docs/uncertainty.md: no form beat it).
+  v15 in docs/uncertainty.md: no form beat it; v16: all three did, `kappa_lk` the most).
 - `Kappa` (the first form): keep = 1 - (1 - o) ** kappa, one kappa at every draft step. A draft
   survives if at least one of kappa equally likely evidence positions stays selected.
 - `KappaStep`: keep = 1 - (1 - o) ** kappa_s, a kappa per draft step. At step s the reused row
