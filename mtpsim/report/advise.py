@@ -219,7 +219,7 @@ def verdict_lines(adv: Any, prob: float, doubt: dict | None) -> list[str]:
                     f"({'; '.join(doubt['extrapolated'][:2])})")
         gain = signed_interval(g["median"], g["lo"], g["hi"], 2, " %")
         out.append(f"cannot tell: k={k}, {p} has the best median, {gain} over fresh k={best} (P(gain > 0) = "
-                   f"{g['p_pos']:.2f}), but its {pct} % interval spans 0, so fresh k={best} stays "
+                   f"{g['p_pos']:.2f}), but its {_not_clear(g, pct)}, so fresh k={best} stays "
                    f"the recommendation. Why: {why}. The measurement that would decide it (k={k} "
                    f"at context {doubt['context']:,}, where the answer is widest):")
         out.append(COMMAND + doubt["command"].removeprefix("mtpsim "))
@@ -263,3 +263,14 @@ def _level(adv: Any, k: int, policy: str, prob: float) -> str:
     tpot = adv.level_interval(k, policy, "median_tpot_ms", prob)
     return (f"{interval(thr.median, thr.lo, thr.hi, ',.0f')} output tok/s, median TPOT "
             f"{interval(tpot.median, tpot.lo, tpot.hi, '.2f')} ms")
+
+
+def _not_clear(g: dict, pct: int) -> str:
+    """Why a gain is not robust (mtpsim.uncertainty.advise.above): its interval reaches 0, or its
+    lower end lies above 0 by less than its Monte Carlo margin."""
+    from mtpsim.verdict import MC_MARGIN
+
+    if g["lo"] <= 0:
+        return f"{pct} % interval spans 0"
+    return (f"{pct} % interval's lower end (+{g['lo']:.2f} %) is within {MC_MARGIN:g} Monte Carlo "
+            f"SEs ({g.get('mc_se', float('nan')):.2f} points) of 0")
