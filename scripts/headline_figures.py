@@ -26,7 +26,7 @@ REFERENCE = DATA / "reference-cpu"
 UNCERTAINTY = DATA / "pr47352-uncertainty" / "summary.json"
 LONG_CONTEXT = DATA / "long-context-v3" / "summary.json"
 COVERAGE = DATA / "heldout-v16" / "score.json"
-PUBLIC = DATA / "public" / "scores" / "logits-fill-test-after-main-b913e39.json"  # the latest score
+PUBLIC = DATA / "public" / "scores" / "host-prior-test-after-main-e1b3cc7.json"  # the latest score
 
 
 @dataclass(frozen=True)
