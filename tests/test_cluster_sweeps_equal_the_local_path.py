@@ -35,11 +35,14 @@ def test_simulation_sweep_on_the_cluster_is_identical_to_local(ray_cluster, tmp_
                  ray_cluster.address, "--out", str(out), "--json"])
     assert r.exit_code == 0, r.output
     _, points = build_points(exp, sets)
-    local = {rec["point_id"]: rec for rec in run_points(str(exp), points, None, jobs=1)}
+    here = tmp_path / "local"  # the local path writes its point files as the cluster's driver does
+    local = {rec["point_id"]: rec for rec in run_points(str(exp), points, here, jobs=1)}
     assert len(local) == 6
     for p in points:
         on_ray = json.loads((out / "points" / f"{p.point_id}.json").read_text())
-        assert on_ray == json.loads(json.dumps(local[p.point_id])), p.values
+        assert on_ray == json.loads((here / "points" / f"{p.point_id}.json").read_text()), p.values
+        assert on_ray["mtpsim"]["code"] and on_ray["results"] == json.loads(json.dumps(
+            local[p.point_id]["results"])), p.values
     rerun = _invoke(["sweep", str(exp), *sum((["--set", s] for s in sets), []), "--cluster",
                      ray_cluster.address, "--out", str(out), "--json"])
     assert json.loads(rerun.stdout)["resumed"] == 6
