@@ -1,5 +1,6 @@
 """The shared campaign driver (benchmarks/campaign_common.py) runs each registered campaign from v15
-on as its registration says: nothing starts after the registered last start (from the first run
+on as its registration says: inside configurations lie inside the kinds' range and outside ones do
+not; nothing starts after the registered last start (from the first run
 or midway) or after the clock rule's minutes; slices and configurations interleave, each slice at
 its registered seed, in alternating policy order, every run reading the level densely and stopped
 at the hard stop; the fit gets every slice's traces, normalised by level, with the registered
@@ -26,6 +27,22 @@ import campaign_v16 as v16  # noqa: E402
 from mtpsim.spec import load_experiment  # noqa: E402
 
 CAMPAIGNS = pytest.mark.parametrize("C", [v15.CAMPAIGN, v16.CAMPAIGN], ids=["v15", "v16"])
+
+
+@CAMPAIGNS
+def test_inside_configurations_lie_inside_the_kinds_range_and_outside_ones_do_not(C):
+    kinds = [load_experiment(str(C.exp / f"{k}.toml")) for k in C.kinds]
+    hi_ctx = max(k.workload.input_len * (1 + k.workload.input_len_spread
+                                         if k.workload.input_len_distribution == "uniform" else 1)
+                 for k in kinds)
+    conc = max(k.workload.max_concurrency for k in kinds)
+    for name in C.configs:
+        e = load_experiment(str(C.exp / f"{name}.toml"))
+        w = e.workload
+        top = w.input_len * (1 + (w.input_len_spread if w.input_len_distribution == "uniform" else 0))
+        inside = e.k == 4 and e.index_topk == 64 and top + w.output_len <= 1796 and w.max_concurrency <= conc
+        assert top <= hi_ctx or not inside
+        assert inside == name.startswith("in-"), name
 
 
 def _fake_runs(monkeypatch, calls):

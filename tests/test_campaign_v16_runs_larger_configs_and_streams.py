@@ -60,21 +60,6 @@ def test_the_kinds_are_v15s_unchanged_but_for_their_seeds():
     assert not set(range(C.slice_seed, C.slice_seed + 12)) & used
 
 
-def test_inside_configurations_lie_inside_the_kinds_range_and_outside_ones_do_not():
-    kinds = [load_experiment(str(C.exp / f"{k}.toml")) for k in C.kinds]
-    hi_ctx = max(k.workload.input_len * (1 + k.workload.input_len_spread
-                                         if k.workload.input_len_distribution == "uniform" else 1)
-                 for k in kinds)
-    conc = max(k.workload.max_concurrency for k in kinds)
-    for name in C.configs:
-        e = load_experiment(str(C.exp / f"{name}.toml"))
-        w = e.workload
-        top = w.input_len * (1 + (w.input_len_spread if w.input_len_distribution == "uniform" else 0))
-        inside = e.k == 4 and e.index_topk == 64 and top + w.output_len <= 1796 and w.max_concurrency <= conc
-        assert top <= hi_ctx or not inside
-        assert inside == name.startswith("in-"), name
-
-
 def test_every_round_is_whole_batches_inside_ones_are_large_and_three_are_streams():
     streams = []
     for name in C.configs:
