@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from mtpsim.arrivals import send_offsets
 from mtpsim.client.prometheus import parse_spec_decode
-from mtpsim.client.request import BACKENDS, RequestOutcome, Sampling, send
+from mtpsim.client.request import BACKENDS, RequestOutcome, Sampling, count_output_tokens, send
 from mtpsim.client.workload import BenchRequest
 from mtpsim.dataclass import dataclass
 from mtpsim.metrics import SpecDecodeCounters
@@ -44,6 +44,10 @@ class BenchConfig:
     timeout_s: float = 6 * 3600.0
     stall_timeout_s: float = 600.0
     progress: bool = True
+    # output text -> its token count under the served model's tokenizer, for a server that
+    # sends no usage (vllm bench serve's fallback); None: such a request counts 1 token, as vLLM
+    # without a tokenizer
+    count_tokens: Callable[[str], int] | None = None
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -57,6 +61,7 @@ class BenchOutcome:
     duration_s: float
     counters: SpecDecodeCounters | None  # /metrics delta over the run; None: no counters
     errors: list[str] = field(default_factory=list)
+    count_tokens: Callable[[str], int] | None = None  # BenchConfig's
 
     def records(self) -> list[RequestRecord]:
         """Successful requests as `RequestRecord`s, times relative to the run start."""
@@ -65,7 +70,8 @@ class BenchOutcome:
             if not o.ok:
                 continue
             rec = RequestRecord(
-                request_id=str(i), input_len=o.input_len, output_len=o.output_len,
+                request_id=str(i), input_len=o.input_len,
+                output_len=count_output_tokens(o, self.count_tokens),
                 arrival_s=o.start - self.start, first_token_s=o.first_token - self.start,
                 finish_s=o.end - self.start, itl_s=list(o.itl), itl_count=[1] * len(o.itl))
             if (sd := o.spec_decode) is not None:
@@ -132,7 +138,7 @@ async def run_benchmark(cfg: BenchConfig, requests: list[BenchRequest],
         after = await fetch_counters(session, cfg.base_url)
     counters = after.delta(before) if before is not None and after is not None else None
     return BenchOutcome(outs, start, duration, counters,
-                        errors=[o.error for o in outs if not o.ok])
+                        errors=[o.error for o in outs if not o.ok], count_tokens=cfg.count_tokens)
 
 
 async def _timed_run(session: aiohttp.ClientSession, cfg: BenchConfig,

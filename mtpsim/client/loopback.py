@@ -1,7 +1,8 @@
 """A trivial OpenAI-style streaming server (aiohttp, 127.0.0.1) that does no inference: each
-request streams `max_tokens` one-token chunks, `interval_s` apart, then a usage chunk. It
-measures the benchmark client alone (benchmarks/bench_client.py) and tests it; `/metrics`
-counts one draft per chunk so that counter scraping is exercised too."""
+request streams `max_tokens` tokens, one a chunk (or `chunk_tokens` a chunk, cycled, as an MTP
+step streams its 1 + accepted tokens in one message), `interval_s` apart, then a usage chunk
+(unless `usage` is off). It measures the benchmark client alone (benchmarks/bench_client.py)
+and tests it; `/metrics` counts one draft per chunk so that counter scraping is exercised too."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ class Loopback:
     interval_s: float = 0.0  # pause between chunks (0: as fast as the event loop goes)
     fail_every: int = 0  # every n-th request answers HTTP 500 (0: never)
     k: int = 3
+    chunk_tokens: tuple[int, ...] = ()  # tokens per chunk, cycled (empty: one each)
+    usage: bool = True  # send the final usage chunk
     counters: SpecDecodeCounters = field(default_factory=SpecDecodeCounters)
     requests: int = 0
     port: int = 0
@@ -67,16 +70,23 @@ class Loopback:
         n = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
-        for i in range(n):
-            choice = ({"index": 0, "delta": {"content": "x"}} if chat
-                      else {"index": 0, "text": "x"})
-            choice["finish_reason"] = "length" if i == n - 1 else None
+        sent, i = 0, 0
+        while sent < n:
+            m = min(self.chunk_tokens[i % len(self.chunk_tokens)] if self.chunk_tokens else 1,
+                    n - sent)
+            sent += m
+            choice = ({"index": 0, "delta": {"content": "x" * m}} if chat
+                      else {"index": 0, "text": "x" * m})
+            choice["finish_reason"] = "length" if sent == n else None
             await resp.write(b"data: " + json.dumps({"choices": [choice]}).encode() + b"\n\n")
             self.counters.add(self.k, min(i % (self.k + 1), self.k))
+            i += 1
             if self.interval_s:
                 await asyncio.sleep(self.interval_s)
-        usage = {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": n + 1}
-        await resp.write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode()
-                         + b"\n\ndata: [DONE]\n\n")
+        if self.usage:
+            usage = {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": n + 1}
+            await resp.write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode()
+                             + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp

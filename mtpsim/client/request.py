@@ -1,12 +1,16 @@
 """One streamed OpenAI-compatible request (completions or chat), timed chunk by chunk the way
 `vllm bench serve` does: TTFT at the first chunk carrying output, one ITL per later chunk
 (a chunk may carry several tokens under speculative decoding), output tokens from the final
-`usage` chunk (the number of output chunks where a server sends no usage)."""
+`usage` chunk. Where a server sends no usage (or 0), vLLM counts the generated text's tokens with
+the served model's tokenizer, or takes 1 without one, and never the chunks, which under MTP carry
+several tokens each (vLLM 0.33.0 vllm/benchmarks/serve.py:636-651): `output_len` is then 0 and
+`BenchOutcome` applies that rule (`count_output_tokens`)."""
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +30,8 @@ class RequestOutcome:
     ok: bool = False
     error: str = ""
     input_len: int = 0
-    output_len: int = 0
+    output_len: int = 0  # the usage chunk's completion_tokens; 0: none sent (count_output_tokens)
+    text: str = ""  # the streamed output text, as vLLM's generated_text
     start: float = 0.0
     first_token: float = 0.0
     end: float = 0.0
@@ -59,14 +64,36 @@ def build_payload(backend: str, req: BenchRequest, sampling: Sampling) -> dict[s
 
 
 def _has_output(backend: str, choice: dict[str, Any]) -> bool:
+    """Whether a message's first choice is an output chunk (TTFT or one ITL): for completions
+    any choice, its text may be empty or absent (vLLM 0.33.0 vllm/benchmarks/lib/
+    endpoint_request_func.py:278-290); for chat vLLM's `_choice_has_streamed_output` (line 392)."""
     if backend == "openai":
-        return isinstance(choice.get("text"), str)
+        return True
     delta = choice.get("delta")
     if not isinstance(delta, dict):
         return False
-    if delta.get("content") or delta.get("reasoning") or delta.get("tool_calls"):
+    if (delta.get("content") or delta.get("reasoning") or delta.get("tool_calls")
+            or delta.get("function_call")):
         return True
     return delta.get("content") == "" and "role" not in delta  # vLLM bench's rule
+
+
+def _text_of(backend: str, choice: dict[str, Any]) -> str:
+    if backend == "openai":
+        return choice.get("text") or ""
+    return (choice.get("delta") or {}).get("content") or ""
+
+
+def count_output_tokens(outcome: RequestOutcome,
+                        tokenizer: Callable[[str], int] | None = None) -> int:
+    """A request's output tokens as `vllm bench serve` counts them (vLLM 0.33.0
+    vllm/benchmarks/serve.py:636-651): the server's usage count; without one, the generated
+    text's tokens under the served model's tokenizer (`tokenizer(text)` -> count), or 1 where
+    there is none (no TPOT then). Never the chunks: "multiple output tokens may be bundled
+    together" (serve.py:643-645), as MTP's 1 + accepted tokens a chunk are."""
+    if outcome.output_len:
+        return outcome.output_len
+    return tokenizer(outcome.text) if tokenizer is not None else 1
 
 
 async def send(session: aiohttp.ClientSession, base_url: str, backend: str,
@@ -103,6 +130,7 @@ async def send(session: aiohttp.ClientSession, base_url: str, backend: str,
                             out.itl.append(now - last)
                         chunks += 1
                         last = now
+                        out.text += _text_of(backend, choices[0])
                     elif usage := msg.get("usage"):
                         out.spec_decode = msg.get("spec_decode")
                         usage_out = usage.get("completion_tokens")
@@ -115,6 +143,6 @@ async def send(session: aiohttp.ClientSession, base_url: str, backend: str,
         out.error = "no output chunk received"
         return out
     out.end = last
-    out.output_len = int(usage_out) if usage_out is not None else chunks
+    out.output_len = int(usage_out or 0)  # 0: count_output_tokens decides
     out.ok = True
     return out
