@@ -1,13 +1,15 @@
 """Grids of simulations: `--set key=v1,v2,...` axes, one atomic file per point, resumable,
 run on the executor (mtpsim.runs.executor).
 
-A point is the experiment with one value per axis. Its file `DIR/points/<id>.json` is named by a
-hash of the validated spec (so an edited experiment file or a different grid never reuses a
-stale point) and written on the driver as each point arrives (from a local worker or a Ray
-node), so an interrupted sweep keeps every finished point and a rerun skips them. The file
-records the mtpsim that made it (`made_by`: version, a hash of its code, the git commit); a
-point made by other code is rerun, since a sweep's points are compared with each other, and a
-resumed sweep says what it reuses and reruns, and why (`resume_lines`).
+A point is the experiment with one value per axis. Its file `DIR/points/<id>.json` is named by
+a hash of the validated spec less the fields that change no result (labels; a simulation's
+runner fields), so an edited experiment file or a different grid never reuses a stale point
+and a renamed description reuses every finished one. It is written on the driver as each point
+arrives (from a local worker or a Ray node), so an interrupted sweep keeps every finished point
+and a rerun skips them. The file records the mtpsim that made it (`made_by`: version, a hash of
+its code, the git commit); a point made by other code is rerun, since a sweep's points are
+compared with each other, and a resumed sweep says what it reuses and reruns, and why
+(`resume_lines`).
 """
 
 from __future__ import annotations
@@ -107,8 +109,14 @@ def row_extra(extra: RunExtra) -> dict[str, Any]:
     return {k: v for k, v in kept.items() if v is not None}
 
 
-def _spec_id(exp: Any) -> str:
-    d = exp.to_dict()
+def _spec_id(exp: Any, real: bool = False) -> str:
+    """A hash of what the point's results depend on: the validated spec less its label fields
+    (description, calibration.measured_source, uncertainty.summary) and, for a simulation, less
+    its runner fields ([reference], [vllm]: real mode's launch settings, which a simulation does
+    not read); so a renamed description reuses every finished point (mtpsim.spec.roles)."""
+    from mtpsim.spec.roles import UNSIMULATED, without_roles
+
+    d = without_roles(exp.to_dict(), ("label",) if real else UNSIMULATED)
     d.pop("source", None)
     d.pop("overrides", None)
     cal = exp.calibration.file
@@ -139,11 +147,12 @@ def _extend_acceptance(base: Any, k: Any) -> tuple[list[str], tuple[str, ...]]:
     return [f"acceptance.per_position=[{', '.join(f'{x:.6g}' for x in new)}]"], (note,)
 
 
-def build_points(experiment: str | Path, sets: Sequence[str],
-                 check_memory: bool = True) -> tuple[list[Axis], list[Point]]:
+def build_points(experiment: str | Path, sets: Sequence[str], check_memory: bool = True,
+                 real: bool = False) -> tuple[list[Axis], list[Point]]:
     """Validate every grid point up front (a bad value is a SpecError before anything runs).
     `check_memory`: the simulator's memory check (off for the reference engine, whose small
-    model is not the spec's `[model]`)."""
+    model is not the spec's `[model]`). `real`: the points run for real, so their ids count
+    the runner fields too (a simulation's ignore them: mtpsim.sweep._spec_id)."""
     from mtpsim.spec import load_experiment, parse_override
     from mtpsim.spec.paths import command_line_sets, command_line_value
 
@@ -169,10 +178,11 @@ def build_points(experiment: str | Path, sets: Sequence[str],
         exp = load_experiment(experiment, ov)
         if check_memory and not exp.calibration.file:  # else a fitted cost model stands in
             _check_fits(exp, ", ".join(ov[len(fixed):len(fixed) + len(axes)]))
-        points.append(Point(tuple(ov), values, _spec_id(exp), notes))
+        points.append(Point(tuple(ov), values, _spec_id(exp, real), notes))
     ids = [p.point_id for p in points]
     if len(set(ids)) != len(ids):
-        raise SpecError(SOURCE, None, "expected distinct grid points (two values give the same spec)")
+        raise SpecError(SOURCE, None, "expected distinct grid points (two values give the same spec; "
+                        "a label field, and in a simulation a runner field, changes no result)")
     return axes, points
 
 

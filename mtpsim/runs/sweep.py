@@ -62,7 +62,8 @@ def prepare(experiment: Path, sets: list[str], *, engine: str | None, server: bo
         require("--plot", "plots")
     if uncertainty is not None and engine is not None:
         raise UserError(None, "--uncertainty", "expected a simulation sweep (not with --engine)")
-    axes, points = sw.build_points(str(experiment), sets, check_memory=real is None or real.caps.gpus)
+    axes, points = sw.build_points(str(experiment), sets, check_memory=real is None or real.caps.gpus,
+                                    real=real is not None)
     if uncertainty is not None:
         from mtpsim.uncertainty.limits import check_draws, check_simulations
 

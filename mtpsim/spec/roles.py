@@ -5,7 +5,9 @@ a runner or label field leaves a simulation, and a saved --uncertainty summary o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import fields
+from typing import Any
 
 from mtpsim.spec.experiment import SECTIONS, TOP_LEVEL, Experiment
 from mtpsim.spec.fields import role_of
@@ -44,3 +46,18 @@ def simulated_overrides(sets: list[str]) -> list[str]:
     """The `--set` overrides that change what a simulation computes or how it draws (setup,
     model, prior, seed, policies): all but runner and label fields."""
     return [o for o in sets if key_role(o.split("=")[0]) not in UNSIMULATED]
+
+
+def without_roles(tree: dict[str, Any], drop: Sequence[str]) -> dict[str, Any]:
+    """A spec as nested dicts (an Experiment's `to_dict()`, or an experiment file's TOML) less the
+    fields whose role is in `drop` (a section left empty goes too): what a result computed from
+    it is keyed by, so that editing a label (or, for a simulation, a runner field) reuses it."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        if key in SECTIONS and isinstance(value, dict):
+            kept = {k: v for k, v in value.items() if key_role(f"{key}.{k}") not in drop}
+            if kept:
+                out[key] = kept
+        elif key in SECTIONS or key_role(key) not in drop:
+            out[key] = value
+    return out
