@@ -236,7 +236,7 @@ def regenerate_uncertainty(jobs: int = 1) -> None:
     from mtpsim.spec import load_experiment
     from mtpsim.uncertainty.saved import fingerprint
 
-    run["spec_sha256"] = fingerprint(load_experiment(ROOT / "experiments" / "pr47352.toml"))
+    run["spec_content_sha256"] = fingerprint(load_experiment(ROOT / "experiments" / "pr47352.toml"))
     UNCERTAINTY.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(finite_json(run), indent=1, default=float) + "\n"
     atomic_write_text(UNCERTAINTY, text.replace(f"{ROOT}/", ""))  # checkout-relative paths

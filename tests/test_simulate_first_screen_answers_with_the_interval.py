@@ -46,3 +46,38 @@ def test_a_copied_and_edited_file_is_told_apart_by_its_fingerprint(tmp_path):
     res2 = CliRunner().invoke(app, ["simulate", str(tmp_path / "experiments/pr47352.toml")],
                               env={"COLUMNS": "80"})
     assert "was made from other settings" in " ".join(res2.output.split())
+
+
+def _copied(tmp_path, edit):
+    shutil.copytree("docs/data/pr47352-uncertainty", tmp_path / "docs/data/pr47352-uncertainty")
+    (tmp_path / "experiments").mkdir()
+    path = tmp_path / "experiments/pr47352.toml"
+    path.write_text(edit(open(PR).read()))
+    res = CliRunner().invoke(app, ["simulate", str(path)], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    return " ".join(res.output.split()), tmp_path / "docs/data/pr47352-uncertainty/summary.json"
+
+
+def test_a_comment_whitespace_or_description_edit_keeps_the_interval(tmp_path):
+    def edit(text):
+        old = next(line for line in text.splitlines() if line.startswith("description"))
+        return "# my copy\n\n" + text.replace(old, 'description  =  "my renamed copy"  # why')
+    first, _ = _copied(tmp_path, edit)
+    assert "share vs fresh, output throughput: CANNOT TELL" in first
+    assert "made from other settings" not in first
+
+
+def test_a_summary_made_before_content_fingerprints_is_read_by_the_file_bytes(tmp_path):
+    first, summary = _copied(tmp_path, lambda text: text)
+    obj = json.loads(summary.read_text())
+    import hashlib
+    obj.pop("spec_content_sha256")
+    obj["spec_sha256"] = hashlib.sha256(open(PR, "rb").read()).hexdigest()
+    summary.write_text(json.dumps(obj))
+    res = CliRunner().invoke(app, ["simulate", str(tmp_path / "experiments/pr47352.toml")],
+                             env={"COLUMNS": "80"})
+    assert "CANNOT TELL" in res.output, res.output
+    summary.write_text("[1, 2]")
+    res = CliRunner().invoke(app, ["simulate", str(tmp_path / "experiments/pr47352.toml")],
+                             env={"COLUMNS": "80"})
+    assert res.exit_code == 0 and "was made from other settings" in " ".join(res.output.split())

@@ -2,7 +2,8 @@
 (mtpsim/report/headline.py words it): where it is, the decisive share-vs-fresh delta it holds,
 and the measured delta beside it.
 
-The summary records a fingerprint of the experiment file it was made from; a file changed since,
+The summary records a fingerprint of the experiment file it was made from (what it sets, less
+labels and runner settings: whitespace, comments and a new description keep it); a file changed since,
 or a --set that changes what is simulated (any role but runner and label, mtpsim.spec.roles),
 gets no quoted interval, only the command that makes one. numpy-free.
 """
@@ -14,20 +15,55 @@ import json
 from pathlib import Path
 from typing import Any
 
+from mtpsim.errors import SpecError
 from mtpsim.spec import Experiment
 
 DECISIVE = "output_throughput"
 
 
 def fingerprint(exp: Experiment) -> str:
-    """sha256 of the experiment file's text: the saved summary is of this file as written (a new
-    spec default elsewhere does not invalidate it; a changed model does, through the test that
-    reruns the shipped summary)."""
+    """sha256 of what the experiment file sets that the summary depends on: its TOML as data
+    (so whitespace, comments and key order do not count) less its label and runner fields
+    (description, `uncertainty.summary`, [reference], [vllm]: mtpsim.spec.roles), with the
+    content of a `calibration.file` it names. The summary is of this file as written: a new spec
+    default or preset elsewhere does not invalidate it (a changed model does, through the test
+    that reruns the shipped summary). A spec with no readable file: its resolved content."""
+    from mtpsim.spec.experiment import read_toml
+    from mtpsim.spec.roles import UNSIMULATED, without_roles
+
     try:
-        text = Path(exp.source).read_bytes()
+        tree = read_toml(Path(exp.source), "experiment file")
+    except SpecError:
+        tree = exp.to_dict()
+        tree.pop("source", None)
+        tree.pop("overrides", None)
+    keyed: dict[str, Any] = {"spec": without_roles(tree, UNSIMULATED)}
+    if exp.calibration.file:
+        from mtpsim.spec.paths import from_experiment
+
+        try:
+            cal = from_experiment(exp.source, exp.calibration.file).read_bytes()
+            keyed["calibration_file_sha256"] = hashlib.sha256(cal).hexdigest()
+        except OSError:
+            keyed["calibration_file_sha256"] = None
+    text = json.dumps(keyed, sort_keys=True, default=str, allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def file_sha256(exp: Experiment) -> str | None:
+    """sha256 of the experiment file's bytes: the fingerprint summaries made before
+    `spec_content_sha256` recorded (still honoured: the same bytes are the same spec)."""
+    try:
+        return hashlib.sha256(Path(exp.source).read_bytes()).hexdigest()
     except OSError:
-        text = json.dumps(exp.to_dict(), sort_keys=True).encode()
-    return hashlib.sha256(text).hexdigest()
+        return None
+
+
+def made_from(obj: dict[str, Any], exp: Experiment) -> bool:
+    """Whether the saved summary `obj` was made from this spec."""
+    if "spec_content_sha256" in obj:
+        return obj["spec_content_sha256"] == fingerprint(exp)
+    return obj.get("spec_sha256") is not None and obj.get("spec_sha256") == file_sha256(exp)
 
 
 def summary_path(exp: Experiment) -> Path | None:
@@ -59,16 +95,21 @@ def saved_interval(exp: Experiment, policy: str, overridden: bool) -> dict[str, 
         obj = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return f"{path} unreadable"
-    if obj.get("spec_sha256") != fingerprint(exp):
+    if not isinstance(obj, dict) or not made_from(obj, exp):
         return f"{path} was made from other settings"
-    which = "all measured rows" if "all measured rows" in obj.get("summary", {}) else "prior"
+    summary = obj.get("summary")
+    which = "all measured rows" if isinstance(summary, dict) and "all measured rows" in summary \
+        else "prior"
     try:
         d = obj["summary"][which]["deltas"][policy][DECISIVE]
         iv = Interval(d["median"], d["lo"], d["hi"], d.get("p_pos", float("nan")),
                       half=d.get("region", float("nan")))
-    except (KeyError, TypeError):
+        if not all(isinstance(x, int | float) for x in (iv.median, iv.lo, iv.hi)):
+            raise TypeError
+    except (KeyError, TypeError, AttributeError):
         return f"{path} holds no {policy} delta"
-    eff = obj.get("effective_draws", {}).get(which, obj.get("draws_n", 0))
+    effective = obj.get("effective_draws")
+    eff = (effective if isinstance(effective, dict) else {}).get(which, obj.get("draws_n", 0))
     return {"iv": {**d, "verdict": verdict(iv, policy, exp.policies[0], DECISIVE, exp.k)},
             "draws": obj.get("draws_n"), "eff": eff, "prob": obj.get("interval", 0.9),
             "which": "conditioned on the measured rows" if which != "prior" else "priors only",
