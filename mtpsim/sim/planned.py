@@ -81,7 +81,7 @@ def run_planned(sim: Simulator) -> None:
     reqs.accepted[:] = dec.accepted
     reqs.accepted_per_pos[:] = dec.accepted_per_pos
     reqs.expected_accepted[:] = dec.expected
-    return sim._result()
+
 
 def _price(sim: Simulator, dec: Decoding, start: np.ndarray, chunks: list, total: int) -> None:
     """All `total` steps' shapes from the requests' decode cells and the prompt chunks,
