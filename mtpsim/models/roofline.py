@@ -61,6 +61,8 @@ DRAFTER_EAGER_SHARE = {"none": 1.0, "piecewise": 0.5, "full_decode_only": 1.0, "
 KERNELS = {"attn_gemm": 5, "dense_mlp": 2, "moe": 4, "indexer_gemm": 2, "attention": 2,
            "indexer": 2, "topk": 1, "norm": 3, "linear_gemm": 4, "linear_attn": 2}
 SAMPLING_KERNELS = 4
+# step arrays at least this long have their GEMMs priced once per distinct token count (`_gemms`)
+UNIQUE_MIN_STEPS = 256
 # The top-k over a query's L indexer logits (fp32) is a radix select: 32-bit keys, 8-bit digits,
 # so 4 histogram passes over the row after the logits kernel writes it (assumed; vLLM PR #33680's
 # decode kernel uses "a 5-pass radix selection").
@@ -326,6 +328,20 @@ class CostModel:
 
     def _gemms(self, tokens: Num, n_attn: int, n_dense: int, n_moe: int, n_indexer: int,
                extra_params: float = 0.0) -> Num:
+        """`_gemms_of`, priced once per distinct token count of a long array of steps and
+        gathered: the steps of a run hold few (a decode batch's requests x (k + 1): 33 counts
+        over pr47352's 5,902 steps), and every operation of `_gemms_of` is elementwise in
+        `tokens`, so each step gets the very number it would get in the whole array."""
+        if isinstance(tokens, np.ndarray) and tokens.size >= UNIQUE_MIN_STEPS:
+            flat = tokens.ravel()
+            values, where = np.unique(flat, return_inverse=True)
+            if values.size * 4 <= flat.size:
+                out = self._gemms_of(values, n_attn, n_dense, n_moe, n_indexer, extra_params)
+                return out[where].reshape(tokens.shape)
+        return self._gemms_of(tokens, n_attn, n_dense, n_moe, n_indexer, extra_params)
+
+    def _gemms_of(self, tokens: Num, n_attn: int, n_dense: int, n_moe: int, n_indexer: int,
+                  extra_params: float = 0.0) -> Num:
         """Linear layers of a stack over `tokens` tokens, each GEMM on its own roofline: its
         weights, its fp8 (bf16) input and bf16 output rows against HBM, its FLOPs against the
         tensor rate. A GEMM with a small K (an expert's down projection under TP8: K = 256)
