@@ -12,17 +12,15 @@ model/GPU preset > built-in default.
 from __future__ import annotations
 
 import gc
-import os
 import sys
 from typing import Any
 
+from mtpsim import blas_threads
 from mtpsim.clirun import COMMANDS, command_function, exits_on_user_error, print_error, run_parsed
 
 __all__ = ["COMMANDS", "exits_on_user_error", "main", "print_error"]
 
 GC_THRESHOLD = 100_000  # the collector's first threshold in an mtpsim process (Python's: 700)
-# OpenBLAS threads of an mtpsim process unless the caller set them (docs/speed.md, round 8)
-BLAS_THREADS = "1"
 
 
 def main() -> None:
@@ -39,8 +37,9 @@ def main() -> None:
     # numpy's OpenBLAS starts a thread per core at import, which costs ~0.07 CPU s of a short
     # simulate on 2 cores; mtpsim's arrays are elementwise and its fits small, and its process
     # pools run one worker per core: one BLAS thread each. Set before numpy is imported (the
-    # command line imports it only inside a command); a caller's own setting wins.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", BLAS_THREADS)
+    # command line imports it only inside a command); a caller's own setting wins, and the
+    # engines run-real starts get the caller's environment (mtpsim.blas_threads).
+    blas_threads.limit()
     try:
         _run(sys.argv[1:])
     finally:

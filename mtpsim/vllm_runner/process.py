@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from mtpsim.blas_threads import user_environ
 from mtpsim.errors import UserError
 from mtpsim.serve_reference.server import HOST
 
@@ -82,7 +83,8 @@ class ServerProcess:
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            env = {**os.environ, **self.env, "MTPSIM_PARENT_PID": str(os.getpid())}
+            # the caller's environment, not the one-BLAS-thread default of this mtpsim process
+            env = {**user_environ(), **self.env, "MTPSIM_PARENT_PID": str(os.getpid())}
             self.proc = subprocess.Popen(self.argv, env=env,
                                          stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True)

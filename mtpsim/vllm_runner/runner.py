@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from mtpsim.blas_threads import user_environ
 from mtpsim.client.bench import BenchConfig, run_benchmark
 from mtpsim.client.workload import (
     BenchRequest,
@@ -159,7 +160,7 @@ def vllm_bench_load(exp: Experiment, run: ServedRun, policy: str,
         tokenizer = run.backend.bench_tokenizer(folder)
         argv = vllm_bench_argv(exp, base_url, folder, name, reference_tokenizer=tokenizer)
         with open(log, "wb") as f:
-            code = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT,
+            code = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT, env=user_environ(),
                                   check=False).returncode
         if code != 0:
             raise UserError(log, None, f"vllm bench serve exited with code {code}")
