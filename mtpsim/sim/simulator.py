@@ -66,6 +66,8 @@ def draw_requests(exp: Experiment, rng: np.random.Generator,
     order = rng.permutation(n)
     if sigma <= 0:
         return inputs, outputs, np.zeros(n)
+    if exp.acceptance.request_draw == "independent":  # the workload's own mean shift varies too
+        return inputs, outputs, sigma * rng.standard_normal(n)
     from scipy.special import ndtri  # scipy.special alone costs more than a simulation
 
     return inputs, outputs, sigma * ndtri((order + 0.5) / n)

@@ -310,6 +310,12 @@ class AcceptanceSpec:
                        one_of("sampled", "expected"))
     request_sigma: float = option(0.0, "spread of per-request acceptance (logit std)",
                                   in_range(0, 10))
+    request_draw: str = option("stratified", "how the per-request logit shifts (SD request_sigma, or "
+                               "a calibration's sigma) are drawn: stratified (normal quantiles in "
+                               "random order: the workload's mean shift is 0, so an interval is "
+                               "for the expected acceptance) or independent (i.i.d. normal per "
+                               "request: it also spans what a finite workload of num_prompts "
+                               "requests measures)", one_of("stratified", "independent"))
     overlap_agreement: float = option(0.41, "consecutive-step top-k agreement beyond chance",
                                       in_range(0, 1))
     overlap_step_exponent: float = option(0.5, "agreement at gap s is agreement ** s**this",
