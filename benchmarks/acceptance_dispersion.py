@@ -22,15 +22,17 @@ from pathlib import Path
 import numpy as np
 
 
-def request_steps(path: Path) -> list[np.ndarray]:
-    """Per request (in id order) its steps' accepted-draft counts (drafting steps only)."""
+def request_steps(paths: list[Path]) -> list[np.ndarray]:
+    """Per request (in id order) its steps' accepted-draft counts (drafting steps only); `paths`:
+    one pooled trace, or a run's rounds (request ids are workload-wide)."""
     steps: dict[str, list[int]] = {}
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            rec = json.loads(line)
-            for q in rec.get("requests") or []:
-                if q.get("drafted"):
-                    steps.setdefault(str(q["id"]), []).append(int(sum(q["accepted"])))
+    for path in paths:
+        with gzip.open(path, "rt") as f:
+            for line in f:
+                rec = json.loads(line)
+                for q in rec.get("requests") or []:
+                    if q.get("drafted"):
+                        steps.setdefault(str(q["id"]), []).append(int(sum(q["accepted"])))
     return [np.array(v, float) for _, v in sorted(steps.items(), key=lambda kv: int(kv[0]))]
 
 
@@ -57,10 +59,16 @@ def dispersion(reqs: list[np.ndarray], boot: int = 1000) -> dict[str, float]:
 
 
 def traces(root: Path):
-    for p in sorted(root.glob("*/real/*.trace.jsonl.gz")) + sorted(root.glob("calibrate/*/*.trace.jsonl.gz")):
-        kind = "calibration" if p.parts[-3] == "calibrate" else "config"
-        name = p.parts[-2] if kind == "calibration" else p.parts[-3]
-        yield kind, name, p.name.split(".")[0], p
+    """(kind, name, policy, trace files): configurations' pooled traces (or, where a campaign
+    shipped none, their rounds'), then calibration slices'."""
+    for real in sorted(root.glob("*/real")):
+        for pol in ("fresh", "share"):
+            pooled = real / f"{pol}.trace.jsonl.gz"
+            paths = [pooled] if pooled.is_file() else sorted(real.glob(f"rounds/*/{pol}.trace.jsonl.gz"))
+            if paths:
+                yield "config", real.parent.name, pol, paths
+    for p in sorted(root.glob("calibrate/*/*.trace.jsonl.gz")):
+        yield "calibration", p.parts[-2], p.name.split(".")[0], [p]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = []
     for root in args.roots:
-        for kind, name, policy, p in traces(root):
-            reqs = request_steps(p)
+        for kind, name, policy, paths in traces(root):
+            reqs = request_steps(paths)
             if len(reqs) < 3:
                 continue
             rows.append({"campaign": root.name, "kind": kind, "name": name, "policy": policy,

@@ -1,0 +1,62 @@
+"""The simulator's acceptance length across simulation seeds with every parameter held at a
+campaign's calibration fit (no --uncertainty): its SD over seeds with the per-request shifts drawn
+stratified (default) or independent (acceptance.request_draw), against the real run's request-
+bootstrap SE (score.json's measurement_se). docs/uncertainty.md §23; post hoc, seen data.
+
+    python benchmarks/acceptance_seed_spread.py --campaign v16 --seeds 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+METRIC = "spec_decode_acceptance_length"
+
+
+def spread(camp: str, name: str, draw: str, seeds: int) -> dict[str, float]:
+    from mtpsim.sim.simulator import simulate
+    from mtpsim.spec import load_experiment
+
+    cal = ROOT / "docs" / "data" / f"heldout-{camp}" / "calibration-bootstrap.json"
+    out = {}
+    for p in ("fresh", "share"):
+        als = []
+        for s in range(seeds):
+            exp = load_experiment(str(ROOT / "experiments" / "heldout" / camp / f"{name}.toml"),
+                                  [f"calibration.file={json.dumps(str(cal))}", f"seed={9000 + s}",
+                                   f'acceptance.request_draw="{draw}"'])
+            als.append(float(simulate(exp, p, records=False).get(METRIC)))
+        out[p] = float(np.std(als, ddof=1))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--campaign", default="v16")
+    ap.add_argument("--seeds", type=int, default=16)
+    args = ap.parse_args(argv)
+    rows = json.loads((ROOT / "docs" / "data" / f"heldout-{args.campaign}" / "score.json").read_text())["rows"]
+    se = {(r["config"], r["what"]): r["measurement_se"] for r in rows if r["metric"] == METRIC}
+    ratios: dict[str, list[float]] = {"stratified": [], "independent": []}
+    print(f"{'config':<28}{'policy':<7}{'real SE':>8}{'SD strat':>9}{'SD indep':>9}")
+    for name in sorted({c for c, _ in se}):
+        got = {d: spread(args.campaign, name, d, args.seeds) for d in ratios}
+        for p in ("fresh", "share"):
+            print(f"{name:<28}{p:<7}{se[(name, p)]:>8.4f}{got['stratified'][p]:>9.4f}"
+                  f"{got['independent'][p]:>9.4f}", flush=True)
+            for d in ratios:
+                ratios[d].append(got[d][p] / se[(name, p)])
+    for d, r in ratios.items():
+        print(f"{d}: median SD over seeds / real measurement SE = {np.median(r):.2f} "
+              f"(IQR {np.quantile(r, .25):.2f}-{np.quantile(r, .75):.2f}, {len(r)} rows)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
