@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     out = json.loads(args.json.read_text()) if args.json.is_file() else {"draws": args.draws, "rows": []}
     done = {(r["campaign"], r["config"], r["variant"]) for r in out["rows"]}
     for camp in args.campaigns:
-        score_rows = json.loads((ROOT / "docs" / "data" / f"heldout-{camp}" / "score.json").read_text())["rows"]
+        score_path = ROOT / "docs" / "data" / f"heldout-{camp}" / "score.json"
+        score_rows = json.loads(score_path.read_text())["rows"]
         real = {(r["config"], r["what"]): r for r in score_rows if r["metric"] == METRIC}
         for name in sorted({c for c, _ in real}):
             for variant in args.variants:

@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--campaign", default="v16")
     ap.add_argument("--seeds", type=int, default=16)
     args = ap.parse_args(argv)
-    rows = json.loads((ROOT / "docs" / "data" / f"heldout-{args.campaign}" / "score.json").read_text())["rows"]
+    score = ROOT / "docs" / "data" / f"heldout-{args.campaign}" / "score.json"
+    rows = json.loads(score.read_text())["rows"]
     se = {(r["config"], r["what"]): r["measurement_se"] for r in rows if r["metric"] == METRIC}
     ratios: dict[str, list[float]] = {"stratified": [], "independent": []}
     print(f"{'config':<28}{'policy':<7}{'real SE':>8}{'SD strat':>9}{'SD indep':>9}")
