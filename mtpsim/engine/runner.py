@@ -48,15 +48,20 @@ def resolve_device(name: str) -> torch.device:
 
 
 def weights_path(exp: Experiment) -> Path:
+    """The .safetensors file reference.weights names: a shipped size, or a path (a relative one
+    from the experiment file's folder, as every path in a spec: mtpsim.spec.paths)."""
+    from mtpsim.spec.paths import resolved
+
     raw = exp.reference.weights
-    path = weights.resolve(raw)
+    path = weights.resolve(resolved(exp.source, "reference.weights", raw))
     if raw in weights.NAMED and not (path.is_file() and weights.sidecar(path).is_file()):
         raise SpecError(exp.source, "reference.weights", f"expected a shipped size "
                         f"({', '.join(weights.available()) or 'none present'}), but {raw!r} has no "
                         f"weights in {path.parent}")
     if not path.is_file() or not weights.sidecar(path).is_file():
+        where = "" if str(path) == raw else f" (read as {path})"
         raise SpecError(exp.source, "reference.weights", "expected a size (small, base, large) "
-                        f"or a .safetensors file with its .json sidecar, got {raw!r}")
+                        f"or a .safetensors file with its .json sidecar, got {raw!r}{where}")
     return path
 
 

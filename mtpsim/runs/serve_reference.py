@@ -22,10 +22,14 @@ def options(experiment: Path | None, sets: list[str], *, policy: str, port: int,
     from mtpsim.spec import experiment_from_dict, load_experiment
 
     check_flags(policy, port, max_num_seqs, max_model_len)
-    exp = (load_experiment(experiment, sets) if experiment is not None
+    from mtpsim.spec.paths import command_line_sets, resolved
+
+    # a relative path in --set is from the current folder, in the file from the file's
+    exp = (load_experiment(experiment, command_line_sets(experiment, sets)) if experiment is not None
            else experiment_from_dict({}, overrides=sets))
     refuse_plain_decoding(exp, "serve-reference")
-    w = weights if weights is not None else exp.reference.weights
+    w = weights if weights is not None else resolved(exp.source, "reference.weights",
+                                                      exp.reference.weights)
     check_server_limits(weights_config(w), max_model_len, max_num_seqs, exp.k,
                         exp.speculative.index_topk)
     device = str(resolve_device(exp.reference.device))  # "cuda" with no GPU: a one-line error

@@ -31,13 +31,14 @@ ROLES = ("setup", "model", "prior", "runner", "bookkeeping", "label")
 
 
 def option(default: Any, help: str, check: Check | None = None, role: str | None = None,
-           path: bool = False) -> Any:
+           path: bool = False, names: tuple[str, ...] = ()) -> Any:
     """A spec field with a default, its help text, an optional value check and its role (one of
     ROLES; None: the section's `ROLE`). `path`: a file path, read from the experiment file's
-    folder when the file holds it, from the current folder when --set does (mtpsim.spec.paths)."""
+    folder when the file holds it, from the current folder when --set does (mtpsim.spec.paths);
+    `names`: the values of a path field that are names, not paths (`reference.weights = "small"`)."""
     if role is not None and role not in ROLES:
         raise ValueError(f"role {role!r} is not one of {', '.join(ROLES)}")
-    meta = {"help": help, "check": check, "role": role, "path": path}
+    meta = {"help": help, "check": check, "role": role, "path": path, "names": names}
     if isinstance(default, dict):
         return field(default_factory=lambda: dict(default), metadata=meta)
     return field(default=default, metadata=meta)

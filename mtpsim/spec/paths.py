@@ -1,9 +1,10 @@
 """File paths a spec field holds (`option(..., path=True)`: `calibration.file`,
-`uncertainty.summary`): a relative path in the experiment file is read from that file's folder, one
-typed on the command line (`--set calibration.file=runs/cal.json`) from the current folder, as most
-tools do. The command line's paths are rewritten relative to the experiment's folder before the
-spec is read (`command_line_sets`), so the spec holds what the file would, and every worker or
-node that applies the same overrides reads the same file."""
+`uncertainty.summary`, `reference.weights` unless it names shipped weights): a relative path in
+the experiment file is read from that file's folder, one typed on the command line
+(`--set calibration.file=runs/cal.json`) from the current folder, as most tools do. The command
+line's paths are rewritten relative to the experiment's folder before the spec is read
+(`command_line_sets`), so the spec holds what the file would, and every worker or node that
+applies the same overrides reads the same file."""
 
 from __future__ import annotations
 
@@ -16,10 +17,23 @@ from pathlib import Path
 
 def path_keys() -> frozenset[str]:
     """The dotted keys of the fields declared `path=True`."""
+    return frozenset(_names())
+
+
+def _names() -> dict[str, tuple[str, ...]]:
+    """Each path field's dotted key -> the values of it that are names, not paths."""
     from mtpsim.spec.experiment import SECTIONS
 
-    return frozenset(f"{s}.{f.name}" for s, cls in SECTIONS.items() for f in fields(cls)
-                     if f.metadata.get("path"))
+    return {f"{s}.{f.name}": tuple(f.metadata.get("names") or ()) for s, cls in SECTIONS.items()
+            for f in fields(cls) if f.metadata.get("path")}
+
+
+def resolved(source: str, key: str, raw: str) -> str:
+    """The value of path field `key` as read: a name (`reference.weights = "small"`) or empty as
+    it is, a path from the experiment's folder (from_experiment)."""
+    if not raw or raw in _names().get(key, ()):
+        return raw
+    return str(from_experiment(source, raw))
 
 
 def from_experiment(source: str, raw: str) -> Path:
@@ -36,13 +50,15 @@ def command_line_value(experiment: str | Path, key: str, text: str) -> str:
     from mtpsim.errors import SpecError
     from mtpsim.spec.experiment import parse_override
 
-    if ".".join(p.strip() for p in key.split(".")) not in path_keys():
+    dotted = ".".join(p.strip() for p in key.split("."))
+    if dotted not in path_keys():
         return text
     try:
         value = parse_override(f"{key}={text}")[1]
     except SpecError:
         return text  # refused, naming it, when the spec is read
-    if not isinstance(value, str) or not value or Path(value).expanduser().is_absolute():
+    if (not isinstance(value, str) or not value or value in _names()[dotted]
+            or Path(value).expanduser().is_absolute()):
         return text
     here = os.path.abspath(os.path.expanduser(value))
     return json.dumps(os.path.relpath(here, os.path.abspath(Path(experiment).parent)))

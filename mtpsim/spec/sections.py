@@ -409,6 +409,11 @@ class CalibrationSpec:
                             "calibration's own probe figure (0: not rescaled)", _nonneg)
 
 
+# reference.weights values that name weights rather than give a path: the shipped sizes
+# (mtpsim.engine.weights.NAMED) and the server's random-init test model (TINY_RANDOM)
+REFERENCE_WEIGHT_NAMES = ("builtin", "base", "small", "large", "random-tiny")
+
+
 @dataclass(frozen=True, slots=True)
 class ReferenceSpec:
     """The reference PyTorch engine (`mtpsim run-real`)."""
@@ -416,7 +421,10 @@ class ReferenceSpec:
     ROLE: ClassVar[str] = "runner"
 
     weights: str = option("builtin", "a shipped size: 'builtin' (= 'base', 4.5 M parameters), "
-                          "'small' or 'large' when their weights are present; or a path to weights")
+                          "'small' or 'large' when their weights are present; or a path to a "
+                          ".safetensors file with its .json sidecar (relative to the experiment "
+                          "file's folder, or to the current folder in a --set)",
+                          path=True, names=REFERENCE_WEIGHT_NAMES)
     device: str = option("auto", "where it runs", one_of("auto", "cpu", "cuda"))
     threads: int = option(0, "torch threads (0 = torch's default)", _nonneg)
     clock: str = option("wall", "time base of every timing: wall, or cpu (the serving thread's "

@@ -90,13 +90,16 @@ def vllm_serve_env(exp: Experiment, policy: str, trace_dir: Path, trace: bool) -
 
 def reference_serve_argv(exp: Experiment, policy: str, port: int, *, weights: str | None = None,
                          max_model_len: int | None = None) -> list[str]:
-    """`mtpsim serve-reference` with every spec value it needs passed as a flag."""
+    """`mtpsim serve-reference` with every spec value it needs passed as a flag (a relative
+    weights path as read from the experiment's folder)."""
+    from mtpsim.spec.paths import resolved
+
     w = exp.workload
     need = w.input_len + w.output_len
     if w.input_len_distribution != "fixed" or w.output_len_distribution != "fixed":
         need = int(need * (1 + max(w.input_len_spread, w.output_len_spread)) * 3)
     argv = [*MTPSIM_CLI, "serve-reference", "--policy", policy, "--port", str(port),
-            "--weights", weights or exp.reference.weights,
+            "--weights", weights or resolved(exp.source, "reference.weights", exp.reference.weights),
             "--max-model-len", str(max_model_len or need),
             "--max-num-seqs", str(min(exp.engine.max_num_seqs, w.max_concurrency or w.num_prompts)),
             "--exit-with-parent",
