@@ -326,3 +326,70 @@ def run_policies(run: RealRun, runner: Callable[..., Any], *, mode: str, served:
         for name, parts in by_round.items():
             run.results[name], run.traces[name] = pool_rounds(parts, out, name)
     run.results = {p: run.results[p] for p in exp.policies if p in run.results}
+
+
+def unfinished_rounds(out: Path) -> str | None:
+    """What an interrupted `run-real --rounds` left in `out` (rounds under DIR/rounds, a policy
+    without its pooled DIR/<policy>.json), and the command that resumes it, in one line; None
+    when every policy with rounds there has its pooled result (or there are no rounds)."""
+    rounds = out / "rounds"
+    by_policy: dict[str, int] = {}
+    for f in sorted(rounds.glob("r[0-9]*/*.json")) if rounds.is_dir() else []:
+        by_policy[f.stem] = by_policy.get(f.stem, 0) + 1
+    missing = [p for p in by_policy if not (out / f"{p}.json").is_file()]
+    if not missing:
+        return None
+    argv, of = _resume_from_round(next(rounds.glob(f"r[0-9]*/{missing[0]}.json")), out)
+    done = ", ".join(f"{p} {by_policy[p]}/{of or '?'} rounds" for p in missing)
+    how = (f"resume it with the command that started it: {argv} (read from its round results; "
+           "add any --trace, --bench-client or --level-every it had)" if argv else
+           "rerun the run-real command that started it, with the same --out, to resume it")
+    return (f"expected finished results, got an interrupted run-real --rounds run ({done} kept in "
+            f"{rounds}, no pooled result yet): {how}; then compare {out}")
+
+
+def _resume_from_round(path: Path, out: Path) -> tuple[str | None, int | None]:
+    """(the run-real command a round result's spec and records give, shell-quoted, or None;
+    the run's round count, or None)."""
+    import shlex
+
+    from mtpsim.real import BACKENDS
+    from mtpsim.report.interrupt import resume_argv
+    from mtpsim.result import load_result
+
+    try:
+        res = load_result(path)
+    except ResultError:
+        return None, None
+    source, sets = res.spec.get("source"), res.spec.get("overrides")
+    info = res.extra.round if isinstance(res.extra.round, dict) else {}
+    of = info.get("of") if isinstance(info.get("of"), int) else None
+    if not isinstance(source, str) or not isinstance(sets, list) or of is None:
+        return None, of
+    if (res.mode, False) not in BACKENDS and (res.mode, True) not in BACKENDS:
+        return None, of
+    opts = ["--engine", res.mode]
+    opts += ["--server"] if res.extra.server_argv and (res.mode, False) in BACKENDS else []
+    opts += ["--rounds", str(of)]
+    opts += [x for s in sets if isinstance(s, str) for x in ("--set", _typed(source, s))]
+    return shlex.join(resume_argv("run-real", source, str(out), opts)), of
+
+
+def _typed(source: str, override: str) -> str:
+    """A recorded `--set` as typed here: a path field's relative value (recorded from the
+    experiment's folder, mtpsim.spec.paths) from the current folder."""
+    import os
+
+    from mtpsim.spec.paths import path_keys, resolved
+
+    key, _, value = override.partition("=")
+    if key.strip() not in path_keys():
+        return override
+    try:
+        raw = json.loads(value)
+    except ValueError:
+        raw = value.strip()
+    if not isinstance(raw, str) or not raw or Path(raw).expanduser().is_absolute():
+        return override
+    got = resolved(source, key.strip(), raw)
+    return override if got == raw else f"{key}={json.dumps(os.path.relpath(got))}"

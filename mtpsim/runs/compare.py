@@ -87,6 +87,11 @@ def load_inputs(inputs: list[str]) -> list[Result]:
                             f"{', '.join(labels)}, got {label!r}")
         path = Path(raw)
         files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+        if path.is_dir():
+            from mtpsim.real.run import unfinished_rounds
+
+            if (unfinished := unfinished_rounds(path)) is not None:
+                raise UserError(path, None, unfinished)
         if path.is_dir() and not files:
             raise UserError(path, None, "expected a folder holding result files (*.json)")
         for f in files:
