@@ -70,6 +70,7 @@ class Campaign:
     last_start_utc: datetime  # ... nor after these UTC times
     hard_stop_utc: datetime
     penalty_configs: str = "all"  # "all" (pooled over every configuration) or "inside"
+    draft_calls: str = "shared"  # the fit's draft-call pricing (mtpsim.models.cost.DRAFT_CALLS)
     indexer_keys: str = "own"  # the fit's step-cost option (mtpsim.runs.simulate.fit): v14's "own"
 
     def kind_of(self, i: int) -> str:
@@ -130,7 +131,8 @@ def fit(c: Campaign, out: Path) -> bool:
         return False
     from mtpsim.runs.simulate import fit as fit_traces
 
-    fit_traces(traces, BOOTSTRAP, cal, normalise="level", indexer_keys=c.indexer_keys)
+    more = {"draft_calls": c.draft_calls} if c.draft_calls != "shared" else {}  # v15/v16: the call they made
+    fit_traces(traces, BOOTSTRAP, cal, normalise="level", indexer_keys=c.indexer_keys, **more)
     return True
 
 

@@ -45,7 +45,15 @@ from mtpsim.calibration.schema import (
 from mtpsim.calibration.shift import MEASURED, PRIOR, PRIOR_SOURCE, WorkloadShift, is_prefill, trace_kind
 from mtpsim.dataclass import dataclass
 from mtpsim.fileio import portable
-from mtpsim.models.cost import INDEXER_KEYS, KEY_FEATURES, StepShape, cost_features, padded
+from mtpsim.models.cost import (
+    DRAFT_CALLS,
+    INDEXER_KEYS,
+    KEY_FEATURES,
+    PROMPT_CALL_PHASES,
+    StepShape,
+    cost_features,
+    padded,
+)
 from mtpsim.models.fitted import FittedCost
 from mtpsim.models.overlap import agreement_curve, fitted_agreement, overlap_from_agreement
 from mtpsim.models.penalty import Kappa, KappaLk, KappaStep, keep_factor
@@ -458,6 +466,19 @@ def check_indexer_keys(value: object, where: str = "indexer_keys") -> str:
     return str(value)
 
 
+def check_draft_calls(value: object, where: str = "draft_calls") -> str:
+    """`value` if it names a way of pricing the draft phases' calls, else a CalibrationError."""
+    if value not in DRAFT_CALLS:
+        raise CalibrationError(None, where, f"expected one of {', '.join(DRAFT_CALLS)}, got {value!r}")
+    return str(value)
+
+
+def draft_calls_of(cost: CostFit) -> str:
+    """How `cost` priced the draft phases' calls: "prompt" when it lists `prompt_calls`."""
+    return "prompt" if any("prompt_calls" in cost.phases[p].features for p in PROMPT_CALL_PHASES
+                           if p in cost.phases) else "shared"
+
+
 def _nnls(A: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Non-negative least squares with columns scaled to 1 (coefficients in original units)."""
     if A.shape[1] == 0:
@@ -472,11 +493,13 @@ def _r2(pred: np.ndarray, y: np.ndarray) -> float:
     return 1 - float(np.sum((pred - y) ** 2)) / ss_tot if ss_tot > 0 else math.nan
 
 
-def fit_cost(traces: Sequence[Trace], indexer_keys: str = "own") -> CostFit:
+def fit_cost(traces: Sequence[Trace], indexer_keys: str = "own", draft_calls: str = "shared") -> CostFit:
     """The step cost fit; `indexer_keys` (mtpsim.models.cost.INDEXER_KEYS): "padded" counts the
     decoding and drafting contexts at their batch's longest (the file records it, and the pricing
-    follows it)."""
+    follows it); `draft_calls` (mtpsim.models.cost.DRAFT_CALLS): "prompt" fits each new prompt's
+    draft calls a price of their own on top of the batch's call (feature `prompt_calls`)."""
     pad = check_indexer_keys(indexer_keys) == "padded"
+    own_calls = check_draft_calls(draft_calls) == "prompt"
     X: dict[str, list[np.ndarray]] = {p: [] for p in PHASES}
     Y: dict[str, list[np.ndarray]] = {p: [] for p in PHASES}
     Y_att: dict[str, list[np.ndarray]] = {p: [] for p in PHASES}
@@ -498,7 +521,7 @@ def fit_cost(traces: Sequence[Trace], indexer_keys: str = "own") -> CostFit:
         for p in PHASES:
             if p == "draft_decode_indexer" and not traits(tr.policy).runs_indexer(1):
                 continue
-            names[p] = list(feats[p])
+            names[p] = [n for n in feats[p] if own_calls or n != "prompt_calls"]
             X[p].append(np.stack([feats[p][n] for n in names[p]], axis=1))
             Y[p].append(np.asarray([st.phases[p] for st in tr.steps], float))
             Y_att[p].append(np.asarray([st.attention.get(p, 0.0) for st in tr.steps], float))
@@ -559,14 +582,17 @@ def fit_cost(traces: Sequence[Trace], indexer_keys: str = "own") -> CostFit:
 
 
 def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = (),
-               normalise: str | None = None, indexer_keys: str = "own") -> Calibration:
+               normalise: str | None = None, indexer_keys: str = "own",
+               draft_calls: str = "shared") -> Calibration:
     """Fit every model to the traces, and measure the step cost's workload-shift error by leaving
     each workload kind out (mtpsim.calibration.shift); `sources` names the traces in the file.
     `normalise` ("level" or "probe"): first put every trace on the traces' median figure
     (mtpsim.calibration.normalise); the file records it as `machine.normalised`.
     `indexer_keys` ("own", "padded"): how the step cost counts the indexer's keys (fit_cost); the
-    file records it as `cost.indexer_keys`, and the shift measurement refits the same way."""
+    file records it as `cost.indexer_keys`, and the shift measurement refits the same way;
+    `draft_calls` ("shared", "prompt"): fit_cost's, recorded as the features it lists."""
     check_indexer_keys(indexer_keys)
+    check_draft_calls(draft_calls)
     if not traces:
         raise CalibrationError(None, "--trace", "expected at least one trace")
     how = None
@@ -589,7 +615,7 @@ def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = (),
     overlap = fit_overlap(traces)
     cal = Calibration(
         engine=",".join(sorted(engines)), sources=srcs, acceptance=fit_acceptance(traces, overlap),
-        overlap=overlap, cost=fit_cost(traces, indexer_keys),
+        overlap=overlap, cost=fit_cost(traces, indexer_keys, draft_calls),
         ranges={"context_len": [float(min(ctx, default=0)), float(max(ctx, default=0))],
                 "num_reqs": [float(min(batch, default=0)), float(max(batch, default=0))],
                 "k": sorted({float(tr.num_speculative_tokens) for tr in traces}),
@@ -614,7 +640,7 @@ def measure_shift(cal: Calibration, traces: Sequence[Trace]) -> WorkloadShift:
     for kind in kinds:
         rest = [tr for tr in used if trace_kind(tr) != kind]
         try:
-            cost = fit_cost(rest, cal.cost.indexer_keys)
+            cost = fit_cost(rest, cal.cost.indexer_keys, draft_calls_of(cal.cost))
         except CalibrationError:  # the rest has no fresh trace: the indexer phase is unknown
             skipped.append(kind)
             continue

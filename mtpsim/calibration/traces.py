@@ -12,15 +12,15 @@ from mtpsim.policies import traits
 
 
 def fit_from_traces(paths: Sequence[Path], normalise: str | None = None,
-                    indexer_keys: str = "own") -> Calibration:
+                    indexer_keys: str = "own", draft_calls: str = "shared") -> Calibration:
     """Read the traces (TraceError names a bad file) and fit a calibration to them (`normalise`,
-    `indexer_keys`: mtpsim.calibration.fit.fit_traces)."""
+    `indexer_keys`, `draft_calls`: mtpsim.calibration.fit.fit_traces)."""
     from mtpsim.calibration.fit import fit_traces
     from mtpsim.trace import read_trace
 
     traces = [read_trace(p) for p in paths]
     return with_trace_meta(fit_traces(traces, sources=[str(p) for p in paths], normalise=normalise,
-                                      indexer_keys=indexer_keys),
+                                      indexer_keys=indexer_keys, draft_calls=draft_calls),
                            traces)
 
 

@@ -57,6 +57,15 @@ class StepShape:
 # scores them (mtpsim/engine/model.py: `n_keys = input_pos.max() + 1` for all rows of a batch).
 INDEXER_KEYS = ("own", "padded")
 
+# How a fitted step cost prices the draft phases' calls (the fit's `draft_calls` option): "shared"
+# (one per-call price for the batch's call and each new prompt's, what the fit always did) or
+# "prompt" (each new prompt's draft calls also carry the feature `prompt_calls`, a non-negative
+# price on top: the reference engine drafts a freshly prefilled prompt in calls of its own, one
+# request at a fresh context, apart from the batch's one batched call). A calibration file records
+# it by listing `prompt_calls` among the draft phases' features; its pricing follows the list.
+DRAFT_CALLS = ("shared", "prompt")
+PROMPT_CALL_PHASES = ("draft_prefill", "draft_decode_indexer", "draft_decode_rest")
+
 
 def padded(x: StepShape) -> StepShape:
     """`x` with the decoding and drafting contexts counted as (requests x the batch's longest):
@@ -115,6 +124,8 @@ def cost_features(x: StepShape, k: int, topk: int,
         "overhead": {"steps": np.ones_like(has_dec), "requests": x.num_decode,
                      "prompts": x.prefill_done},
     }
+    for p in PROMPT_CALL_PHASES:  # priced only by a fit with draft_calls = "prompt" (it lists it)
+        f[p]["prompt_calls"] = (1 if p == "draft_prefill" else s) * np.asarray(x.prefill_done, float)
     if stack is not None:
         if not stack.indexer:  # no target layer scores keys (the MTP layer's indexer stays)
             del f["prefill"]["pairs"], f["verify"]["ctx"]

@@ -111,15 +111,18 @@ def check_outputs(out: Path | None, plot: Path | None, save_calibration: Path | 
 
 
 def fit(trace: Sequence[Path], bootstrap: int = 0, save_to: Path | None = None,
-        normalise: str | None = None, indexer_keys: str = "own") -> Calibration:
+        normalise: str | None = None, indexer_keys: str = "own",
+        draft_calls: str = "shared") -> Calibration:
     """Acceptance, top-k overlap and step cost fitted to the traces (with `bootstrap` refits),
     written to `save_to` if given; `normalise` ("level", "probe"): every trace first put on the
     traces' median figure (mtpsim.calibration.normalise), the refits too; `indexer_keys` ("own",
     "padded"): how the step cost counts the indexer's keys, the refits too (the file records it
-    and its pricing follows it: mtpsim.models.cost.padded)."""
+    and its pricing follows it: mtpsim.models.cost.padded); `draft_calls` ("shared", "prompt"):
+    how the step cost prices the draft phases' calls (mtpsim.models.cost.DRAFT_CALLS), the refits too."""
     from mtpsim.calibration.traces import fit_from_traces
 
-    calibration = fit_from_traces(list(trace), normalise=normalise, indexer_keys=indexer_keys)
+    calibration = fit_from_traces(list(trace), normalise=normalise, indexer_keys=indexer_keys,
+                                  draft_calls=draft_calls)
     if bootstrap:
         from mtpsim.trace import read_trace
         from mtpsim.uncertainty.bootstrap import with_bootstrap

@@ -62,24 +62,29 @@ def _strip(fit: Any) -> dict[str, Any]:
     return d
 
 
-def refit(traces: Sequence[Trace], rng: np.random.Generator, indexer_keys: str = "own") -> dict[str, Any]:
+def refit(traces: Sequence[Trace], rng: np.random.Generator, indexer_keys: str = "own",
+          draft_calls: str = "shared") -> dict[str, Any]:
     """One bootstrap refit: {"acceptance", "overlap", "cost"} as the calibration file has them
-    (the step cost counting the indexer's keys as `indexer_keys`: mtpsim.calibration.fit.fit_cost)."""
+    (the step cost counting the indexer's keys as `indexer_keys` and pricing the draft calls as
+    `draft_calls`: mtpsim.calibration.fit.fit_cost)."""
     from mtpsim.calibration.fit import fit_acceptance, fit_cost, fit_overlap
 
     boot = _request_resample(traces, rng)
     return {"acceptance": _strip(fit_acceptance(boot)), "overlap": _strip(fit_overlap(boot)),
-            "cost": _strip(fit_cost(_block_resample(traces, rng), indexer_keys))}
+            "cost": _strip(fit_cost(_block_resample(traces, rng), indexer_keys, draft_calls))}
 
 
 def with_bootstrap(cal: Any, traces: Sequence[Trace], n: int, seed: int = 0,
                    progress: Callable[[int, int], None] | None = None) -> Any:
     """`cal` with `n` bootstrap refits from `traces` (the ones it was fitted to), their step cost
     counting the indexer's keys as `cal`'s does."""
+    from mtpsim.calibration.fit import draft_calls_of
+
     rng = np.random.default_rng(seed)
+    calls = draft_calls_of(cal.cost)
     refits = []
     for i in range(n):
-        refits.append(refit(traces, rng, cal.cost.indexer_keys))
+        refits.append(refit(traces, rng, cal.cost.indexer_keys, calls))
         if progress is not None:
             progress(i + 1, n)
     return dataclasses.replace(cal, bootstrap=refits)
