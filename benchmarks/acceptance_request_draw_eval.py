@@ -45,7 +45,14 @@ def score(rows: list[dict]) -> dict:
     above = float(np.mean([r["real"] > r["q"][QS.index(0.5)] for r in rows]))
     hw = [100 * (r["q"][QS.index(0.95)] - r["q"][QS.index(0.05)]) / 2 / r["q"][QS.index(0.5)]
           for r in rows if r["inside"]]
-    return {"n": len(rows), "coverage": cov, "above_median": above,
+    # steadier at 32 draws: median +- z * (IQR / 1.349), central quantiles only (a normal reading)
+    z = {0.5: 0.6745, 0.8: 1.2816, 0.9: 1.6449, 0.95: 1.96}
+    sd = [(r["q"][QS.index(0.75)] - r["q"][QS.index(0.25)]) / 1.349 for r in rows]
+    cov_n = {str(lv): float(np.mean([abs(r["real"] - r["q"][QS.index(0.5)]) <= z[lv] * s
+                                     for r, s in zip(rows, sd, strict=True)])) for lv in LEVELS}
+    zz = [((r["real"] - r["q"][QS.index(0.5)]) / s) ** 2 for r, s in zip(rows, sd, strict=True)]
+    return {"n": len(rows), "coverage": cov, "coverage_normal_iqr": cov_n, "above_median": above,
+            "mean_z2": float(np.mean(zz)), "median_z2": float(np.median(zz)),
             "half_width_inside_pct": statistics.median(hw) if hw else None}
 
 
@@ -60,15 +67,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--draws", type=int, default=32)
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--configs", nargs="*", help="only these configurations (default: all)")
+    ap.add_argument("--merge", nargs="*", type=Path, default=[],
+                    help="score only: the rows of these files (of earlier runs) and --json's")
     ap.add_argument("--json", type=Path, required=True)
     args = ap.parse_args(argv)
     out = json.loads(args.json.read_text()) if args.json.is_file() else {"draws": args.draws, "rows": []}
+    for m in args.merge:
+        out["rows"] += json.loads(m.read_text())["rows"]
+    keyed = {(r["campaign"], r["config"], r["policy"], r["variant"]): r for r in out["rows"]}
+    out["rows"] = list(keyed.values())
     done = {(r["campaign"], r["config"], r["variant"]) for r in out["rows"]}
-    for camp in args.campaigns:
+    for camp in [] if args.merge else args.campaigns:
         score_path = ROOT / "docs" / "data" / f"heldout-{camp}" / "score.json"
         score_rows = json.loads(score_path.read_text())["rows"]
         real = {(r["config"], r["what"]): r for r in score_rows if r["metric"] == METRIC}
-        for name in sorted({c for c, _ in real}):
+        for name in sorted({c for c, _ in real if not args.configs or c in args.configs}):
             for variant in args.variants:
                 if (camp, name, variant) in done:
                     continue
@@ -89,9 +103,13 @@ def main(argv: list[str] | None = None) -> int:
                 out["scores"][f"{camp} {variant}"] = score(sel)
     args.json.write_text(json.dumps(out, indent=1) + "\n")
     for k, s in out["scores"].items():
-        print(f"{k:<32} n={s['n']:>3} cov50/80/90/95 " + "/".join(f"{100 * s['coverage'][str(lv)]:.0f}"
-              for lv in LEVELS) + f"  above-median {100 * s['above_median']:.0f} %  half-width inside "
-              f"{s['half_width_inside_pct']:.2f} %" if s["half_width_inside_pct"] is not None else "")
+        pct = "/".join(f"{100 * s['coverage'][str(lv)]:.0f}" for lv in LEVELS)
+        pct_n = "/".join(f"{100 * s['coverage_normal_iqr'][str(lv)]:.0f}" for lv in LEVELS)
+        hw = s["half_width_inside_pct"]
+        print(f"{k:<32} n={s['n']:>3} cov50/80/90/95 {pct} (IQR-normal {pct_n})  above-median "
+              f"{100 * s['above_median']:.0f} %  half-width inside "
+              + (f"{hw:.2f} %" if hw is not None else "-")
+              + f"  z2 mean/median {s['mean_z2']:.2f}/{s['median_z2']:.2f}")
     return 0
 
 
