@@ -215,7 +215,8 @@ def build_section(cls: type, raw: Mapping[str, Any], section: str,
             if isinstance(value, dict):  # the message names the entry; the table is long
                 raise SpecError(source_of(f.name), where, f"expected {msg}")
             shown = "inf" if value == math.inf else repr(value)
-            raise SpecError(source_of(f.name), where, f"expected {msg}, got {shown}")
+            unset = "" if f.name in raw else f" (not set: the built-in default; set {where})"
+            raise SpecError(source_of(f.name), where, f"expected {msg}, got {shown}{unset}")
     return cls(**kwargs)
 
 
