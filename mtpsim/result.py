@@ -141,7 +141,23 @@ def load_result(path: str | Path) -> Result:
     except ResultError:
         _refuse_other_kind(text, path)
         raise
+    _refuse_sweep_files(obj, path)
     return Result.from_json(obj, source=path)
+
+
+def _refuse_sweep_files(obj: Any, path: Path) -> None:
+    """A simulated sweep's DIR/sweep.json or DIR/points/<id>.json (`compare DIR` of a
+    `mtpsim sweep --out DIR`): say what it is, rather than blaming a missing `duration`."""
+    if not isinstance(obj, dict) or "schema" in obj:
+        return
+    point = obj.get("format") == "mtpsim-sweep-point"
+    if point or ({"axes", "rows"} <= set(obj) and "engine" not in obj):
+        what = "a simulated sweep's point" if point else "a simulated sweep's summary"
+        raise ResultError(path, None, "expected a result JSON (what mtpsim simulate or run-real "
+                          f"writes as DIR/POLICY.json), got {what}: the sweep's table already "
+                          "holds every policy at every point (DIR/sweep.json; mtpsim sweep ... "
+                          "--json prints it); compare reads a real sweep's --out (sweep --engine) "
+                          "or a simulate or run-real --out")
 
 
 def _refuse_other_kind(text: str, path: Path) -> None:
