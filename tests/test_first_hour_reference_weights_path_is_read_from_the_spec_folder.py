@@ -68,3 +68,18 @@ def test_a_shipped_size_is_a_name_not_a_path(layout):
     from mtpsim.spec.sections import REFERENCE_WEIGHT_NAMES
 
     assert set(REFERENCE_WEIGHT_NAMES) == {*weights.NAMED, TINY_RANDOM}
+
+
+def test_a_missing_path_names_where_it_was_set_and_where_it_was_looked_for(layout):
+    from mtpsim.errors import SpecError
+
+    sets = command_line_sets(layout / "exp.toml", ["reference.weights=gone.safetensors"])
+    with pytest.raises(SpecError) as typed:
+        weights_path(load_experiment(layout / "exp.toml", sets))
+    assert str(typed.value.source) == "--set" and "got 'gone.safetensors'" in typed.value.expected
+    (layout / "w/mine.json").unlink()
+    with pytest.raises(SpecError) as written:
+        weights_path(load_experiment(layout / "exp.toml"))
+    assert str(written.value.source) == str(layout / "exp.toml")
+    assert "got 'w/mine.safetensors', which is " in written.value.expected
+    assert "from the experiment file's folder" in written.value.expected

@@ -59,9 +59,15 @@ def weights_path(exp: Experiment) -> Path:
                         f"({', '.join(weights.available()) or 'none present'}), but {raw!r} has no "
                         f"weights in {path.parent}")
     if not path.is_file() or not weights.sidecar(path).is_file():
-        where = "" if str(path) == raw else f" (read as {path})"
-        raise SpecError(exp.source, "reference.weights", "expected a size (small, base, large) "
-                        f"or a .safetensors file with its .json sidecar, got {raw!r}{where}")
+        from mtpsim.spec.paths import shown
+
+        expected = "expected a size (small, base, large) or a .safetensors file with its .json sidecar"
+        if (src := exp.source_of("reference.weights")) != exp.source:  # as typed on the command line
+            raise SpecError(src, "reference.weights", f"{expected}, got {shown(path)!r} (a "
+                            "relative path on the command line is taken from the current folder)")
+        where = "" if str(path) == raw else f", which is {shown(path)} (a relative path is taken " \
+            "from the experiment file's folder)"
+        raise SpecError(src, "reference.weights", f"{expected}, got {raw!r}{where}")
     return path
 
 
