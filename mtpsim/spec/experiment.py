@@ -223,7 +223,9 @@ Overridden = set[tuple[str, ...]]  # (section, key) or (key,) for each value a `
 
 def _apply_overrides(raw: dict[str, Any], overrides: Sequence[str]) -> Overridden:
     """Write each `--set section.key=value` into `raw` (nested dicts, in place); returns what
-    they set."""
+    they set. A whole section as an inline table (`--set workload={num_prompts=8}`) sets its
+    keys over the file's, key by key, as `--set workload.num_prompts=8` would: it does not drop
+    the keys it does not name."""
     overridden: Overridden = set()
     for text in overrides:
         keys, value = parse_override(text)
@@ -233,6 +235,9 @@ def _apply_overrides(raw: dict[str, Any], overrides: Sequence[str]) -> Overridde
             if not isinstance(child, dict):
                 raise SpecError(OVERRIDE_SOURCE, ".".join(keys), f"{k} is not a section")
             node = child
+        if len(keys) == 1 and keys[0] in SECTIONS and isinstance(value, dict) \
+                and isinstance(node.get(keys[0]), dict):
+            value = {**node[keys[0]], **value}
         node[keys[-1]] = value
         overridden.add(tuple(keys[:2]))
     return overridden
