@@ -23,10 +23,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import campaign_common as cc  # noqa: E402
 import campaign_v15 as v15  # noqa: E402
 import campaign_v16 as v16  # noqa: E402
+import campaign_v17 as v17  # noqa: E402
 
 from mtpsim.spec import load_experiment  # noqa: E402
 
-CAMPAIGNS = pytest.mark.parametrize("C", [v15.CAMPAIGN, v16.CAMPAIGN], ids=["v15", "v16"])
+CAMPAIGNS = pytest.mark.parametrize("C", [v15.CAMPAIGN, v16.CAMPAIGN, v17.CAMPAIGN],
+                                    ids=["v15", "v16", "v17"])
 
 
 @CAMPAIGNS
