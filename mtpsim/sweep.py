@@ -109,14 +109,20 @@ def row_extra(extra: RunExtra) -> dict[str, Any]:
     return {k: v for k, v in kept.items() if v is not None}
 
 
-def _spec_id(exp: Any, real: bool = False) -> str:
-    """A hash of what the point's results depend on: the validated spec less its label fields
-    (description, calibration.measured_source, uncertainty.summary) and, for a simulation, less
-    its runner fields ([reference], [vllm]: real mode's launch settings, which a simulation does
-    not read); so a renamed description reuses every finished point (mtpsim.spec.roles)."""
-    from mtpsim.spec.roles import UNSIMULATED, without_roles
+# What a point's results do not depend on, by the roles of mtpsim.spec.fields.ROLES: a plain
+# simulation reads no label, runner or prior field; `--uncertainty` draws read the priors; a
+# real run reads the runner fields (how the engine is launched) too.
+IGNORED = {"simulation": ("label", "runner", "prior"), "uncertainty": ("label", "runner"),
+           "real": ("label",)}
 
-    d = without_roles(exp.to_dict(), ("label",) if real else UNSIMULATED)
+
+def _spec_id(exp: Any, kind: str = "simulation") -> str:
+    """A hash of what the point's results depend on: the validated spec less the fields of the
+    roles IGNORED[kind] (e.g. description, [reference], [uncertainty] for a plain simulation),
+    so a renamed description reuses every finished point (mtpsim.spec.roles)."""
+    from mtpsim.spec.roles import without_roles
+
+    d = without_roles(exp.to_dict(), IGNORED[kind])
     d.pop("source", None)
     d.pop("overrides", None)
     cal = exp.calibration.file
@@ -148,11 +154,11 @@ def _extend_acceptance(base: Any, k: Any) -> tuple[list[str], tuple[str, ...]]:
 
 
 def build_points(experiment: str | Path, sets: Sequence[str], check_memory: bool = True,
-                 real: bool = False) -> tuple[list[Axis], list[Point]]:
+                 kind: str = "simulation") -> tuple[list[Axis], list[Point]]:
     """Validate every grid point up front (a bad value is a SpecError before anything runs).
     `check_memory`: the simulator's memory check (off for the reference engine, whose small
-    model is not the spec's `[model]`). `real`: the points run for real, so their ids count
-    the runner fields too (a simulation's ignore them: mtpsim.sweep._spec_id)."""
+    model is not the spec's `[model]`). `kind`: what the points run ("simulation",
+    "uncertainty" draws, or "real"), which decides what their ids count (IGNORED)."""
     from mtpsim.spec import load_experiment, parse_override
     from mtpsim.spec.paths import command_line_sets, command_line_value
 
@@ -178,11 +184,11 @@ def build_points(experiment: str | Path, sets: Sequence[str], check_memory: bool
         exp = load_experiment(experiment, ov)
         if check_memory and not exp.calibration.file:  # else a fitted cost model stands in
             _check_fits(exp, ", ".join(ov[len(fixed):len(fixed) + len(axes)]))
-        points.append(Point(tuple(ov), values, _spec_id(exp, real), notes))
+        points.append(Point(tuple(ov), values, _spec_id(exp, kind), notes))
     ids = [p.point_id for p in points]
     if len(set(ids)) != len(ids):
         raise SpecError(SOURCE, None, "expected distinct grid points (two values give the same spec; "
-                        "a label field, and in a simulation a runner field, changes no result)")
+                        "a label field, and in a simulation a runner or prior field, changes no result)")
     return axes, points
 
 

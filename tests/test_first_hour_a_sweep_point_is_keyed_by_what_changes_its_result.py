@@ -37,7 +37,16 @@ def test_a_renamed_description_or_a_runner_set_reuses_every_point(tmp_path):
 def test_a_real_sweeps_points_tell_runner_settings_apart(tmp_path):
     exp = write_small(tmp_path)
     sets = ["reference.threads=1,2"]
-    _, points = build_points(exp, sets, check_memory=False, real=True)
+    _, points = build_points(exp, sets, check_memory=False, kind="real")
+    assert len({p.point_id for p in points}) == 2
+    with pytest.raises(SpecError, match="changes no result"):
+        build_points(exp, sets)
+
+
+def test_a_prior_counts_for_uncertainty_draws_only(tmp_path):
+    exp = write_small(tmp_path)
+    sets = ["uncertainty.discrepancy_pct=3,4"]
+    _, points = build_points(exp, sets, kind="uncertainty")
     assert len({p.point_id for p in points}) == 2
     with pytest.raises(SpecError, match="changes no result"):
         build_points(exp, sets)

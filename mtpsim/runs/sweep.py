@@ -63,7 +63,8 @@ def prepare(experiment: Path, sets: list[str], *, engine: str | None, server: bo
     if uncertainty is not None and engine is not None:
         raise UserError(None, "--uncertainty", "expected a simulation sweep (not with --engine)")
     axes, points = sw.build_points(str(experiment), sets, check_memory=real is None or real.caps.gpus,
-                                    real=real is not None)
+                                    kind="real" if real is not None else
+                                    "uncertainty" if uncertainty is not None else "simulation")
     if uncertainty is not None:
         from mtpsim.uncertainty.limits import check_draws, check_simulations
 
