@@ -58,3 +58,17 @@ def test_a_policy_whose_rounds_finished_but_not_its_pooled_result_is_named(tmp_p
     assert "(share 1/3 rounds kept in" in " ".join(res.output.split())
     assert not res.stdout.strip().startswith("{")
     json.loads((out / "fresh.json").read_text())  # nothing written over
+
+
+def test_a_one_round_run_cut_before_its_second_policy_names_it_and_the_resume(tmp_path):
+    exp, out = tmp_path / "exp.toml", tmp_path / "out"
+    res = _round(out, 0, "fresh", exp)
+    res.extra.round = None
+    res.spec["policies"] = ["fresh", "share"]
+    res.write(out / "fresh.json")
+    got = CliRunner().invoke(app, ["compare", str(out)])
+    line = " ".join(got.output.split())
+    assert got.exit_code == 2 and "Traceback" not in got.output
+    assert f"{out} holds no result of share (policies of its experiment)" in line, line
+    argv = shlex.split(line.split("resume it: ", 1)[1].split(" (read from", 1)[0])
+    assert argv[argv.index("--rounds") + 1] == "1" and argv[2] == str(exp)

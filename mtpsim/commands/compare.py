@@ -78,6 +78,6 @@ def compare(
         if not as_json:
             for p in paths:
                 console.print(f"plot: {p}", highlight=False)
-    runs.check_something_compared(run, baseline)
+    runs.check_something_compared(run, baseline, inputs)
     if as_json:
         typer.echo(dumps(run.out, indent=2))

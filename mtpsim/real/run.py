@@ -348,22 +348,56 @@ def unfinished_rounds(out: Path) -> str | None:
             f"{rounds}, no pooled result yet): {how}; then compare {out}")
 
 
+def unfinished_policies(out: Path) -> str | None:
+    """The policies of a run-real run in `out` (its results' spec) that have no result there,
+    and the command that resumes it, in one line; None when none is missing."""
+    from mtpsim.result import load_result
+
+    held: dict[str, Result] = {}
+    for f in sorted(out.glob("*.json")):
+        try:
+            res = load_result(f)
+        except ResultError:
+            continue
+        if res.mode != "simulate" and isinstance(res.policy, str):
+            held[res.policy] = res
+    first = next(iter(held.values()), None)
+    policies = first.spec.get("policies") if first is not None else None
+    if not isinstance(policies, list):
+        return None
+    missing = [p for p in policies if isinstance(p, str) and p not in held]
+    if not missing:
+        return None
+    argv, _ = _resume_from(first, out)
+    how = (f"if its run was interrupted, resume it: {argv} (read from its results; add any "
+           "--trace, --bench-client or --level-every it had)" if argv else
+           "if its run was interrupted, rerun the run-real command with the same --out")
+    return f"{out} holds no result of {', '.join(missing)} (policies of its experiment): {how}"
+
+
 def _resume_from_round(path: Path, out: Path) -> tuple[str | None, int | None]:
     """(the run-real command a round result's spec and records give, shell-quoted, or None;
     the run's round count, or None)."""
-    import shlex
-
-    from mtpsim.real import BACKENDS
-    from mtpsim.report.interrupt import resume_argv
     from mtpsim.result import load_result
 
     try:
         res = load_result(path)
     except ResultError:
         return None, None
+    return _resume_from(res, out)
+
+
+def _resume_from(res: Result, out: Path) -> tuple[str | None, int | None]:
+    """(the run-real command a real result's spec and records give, or None; its rounds)."""
+    import shlex
+
+    from mtpsim.real import BACKENDS
+    from mtpsim.report.interrupt import resume_argv
+
     source, sets = res.spec.get("source"), res.spec.get("overrides")
     info = res.extra.round if isinstance(res.extra.round, dict) else {}
-    of = info.get("of") if isinstance(info.get("of"), int) else None
+    pooled = res.extra.rounds if isinstance(res.extra.rounds, list) and res.extra.rounds else None
+    of = info.get("of") if isinstance(info.get("of"), int) else len(pooled) if pooled else 1
     if not isinstance(source, str) or not isinstance(sets, list) or of is None:
         return None, of
     if (res.mode, False) not in BACKENDS and (res.mode, True) not in BACKENDS:

@@ -147,12 +147,19 @@ def compare(inputs: list[str], baseline: str, num_boot: int, seed: int, rope: Ro
     return run
 
 
-def check_something_compared(run: CompareRun, baseline: str) -> None:
+def check_something_compared(run: CompareRun, baseline: str, inputs: list[str] = ()) -> None:
+    """Nothing paired or A/B'd: one line (naming an interrupted run-real folder's missing
+    policies and the command that resumes it)."""
     if not run.out["fidelity"] and not run.out["ab"]:
+        from mtpsim.real.run import unfinished_policies
+
         by_mode = run.by_mode
+        hints = [h for item in inputs if Path(item).is_dir()
+                 and (h := unfinished_policies(Path(item))) is not None]
         raise UserError(None, "inputs", f"nothing to compare: expected the same policy in a sim and a "
                         f"real result, or the baseline policy {baseline!r} and another in one mode "
-                        f"(found {sorted((m, p) for m in by_mode for p in by_mode[m])})")
+                        f"(found {sorted((m, p) for m in by_mode for p in by_mode[m])})"
+                        + "".join(f"; {h}" for h in hints))
 
 
 def _ab(run: CompareRun, mode: str, names: tuple[str, str], ab: tuple[Result, Result], num_boot: int,
