@@ -38,7 +38,8 @@ def test_compare_names_the_command_that_resumes_the_run(tmp_path, monkeypatch):
     res = CliRunner().invoke(app, ["compare", str(out)])
     assert res.exit_code == 2 and "Traceback" not in res.output
     line = " ".join(res.output.split())
-    assert "interrupted run-real --rounds run (fresh 2/3 rounds, share 2/3 rounds" in line
+    assert "unfinished run-real --rounds run (fresh 2/3 rounds, share 2/3 rounds" in line
+    assert "if it was interrupted (not still running), resume it" in line
     argv = shlex.split(line.split("started it: ", 1)[1].split(" (read from", 1)[0])
     assert argv[:7] == ["mtpsim", "run-real", str(exp), "--out", str(out), "--engine", "reference"]
     assert argv[argv.index("--rounds") + 1] == "3"

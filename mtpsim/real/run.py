@@ -341,10 +341,11 @@ def unfinished_rounds(out: Path) -> str | None:
         return None
     argv, of = _resume_from_round(next(rounds.glob(f"r[0-9]*/{missing[0]}.json")), out)
     done = ", ".join(f"{p} {by_policy[p]}/{of or '?'} rounds" for p in missing)
-    how = (f"resume it with the command that started it: {argv} (read from its round results; "
-           "add any --trace, --bench-client or --level-every it had)" if argv else
-           "rerun the run-real command that started it, with the same --out, to resume it")
-    return (f"expected finished results, got an interrupted run-real --rounds run ({done} kept in "
+    how = (f"if it was interrupted (not still running), resume it with the command that started "
+           f"it: {argv} (read from its round results; add any --trace, --bench-client or "
+           "--level-every it had)" if argv else "if it was interrupted (not still running), rerun "
+           "the run-real command that started it, with the same --out, to resume it")
+    return (f"expected finished results, got an unfinished run-real --rounds run ({done} kept in "
             f"{rounds}, no pooled result yet): {how}; then compare {out}")
 
 
