@@ -106,8 +106,32 @@ def check_outputs(out: Path | None, plot: Path | None, save_calibration: Path | 
     for folder, flag in ((out, "--out"), (plot, "--plot")):
         if folder is not None:
             output_dir(folder, flag)
+    if out is not None:
+        refuse_real_results(out)
     if save_calibration is not None:
         output_file(save_calibration, "--save-calibration")
+
+
+def refuse_real_results(out: Path) -> None:
+    """A real run's result where simulate writes DIR/POLICY.json (`simulate --out` given a
+    run-real --out folder): one line before anything runs, the file kept. A simulated result
+    there is replaced, as before (cheap to remake, its spec is in it)."""
+    from mtpsim.errors import ResultError, UserError
+    from mtpsim.policies import NO_MTP, POLICIES
+    from mtpsim.result import load_result
+
+    for name in (*POLICIES, NO_MTP):
+        path = out / f"{name}.json"
+        if not path.is_file():
+            continue
+        try:
+            mode = load_result(path).mode
+        except ResultError:
+            continue  # not a result: replaced, as before
+        if mode != "simulate":
+            raise UserError(path, None, f"expected no result here, or a simulated one to replace, "
+                            f"got a real run's ({mode}): simulate --out would write over it; choose "
+                            f"another --out (mtpsim compare SIMDIR {out} then pairs them)")
 
 
 def fit(trace: Sequence[Path], bootstrap: int = 0, save_to: Path | None = None,
