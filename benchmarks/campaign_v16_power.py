@@ -18,38 +18,41 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import campaign_v11 as v11  # noqa: E402
 import campaign_v15_power as p15  # noqa: E402
+from campaign_common import Campaign  # noqa: E402
 from campaign_v10 import METRICS  # noqa: E402
 from campaign_v16 import CAMPAIGN  # noqa: E402
 
-V15 = p15.DATA / "heldout-v15"
 
-
-def predictions(draws: int, keep: Path) -> dict:
-    """v16's configurations by the registered method, from v15's calibration, kept in KEEP/predictions."""
+def predictions(c: Campaign, previous: str, draws: int, keep: Path) -> dict:
+    """C's configurations by the registered method, from the PREVIOUS campaign's calibration (its
+    shipped folder's name), kept in KEEP/predictions."""
     v11.DRAWS = draws
     keep.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(V15 / "calibration-bootstrap.json", keep / "calibration-bootstrap.json")
+    shutil.copyfile(p15.DATA / previous / "calibration-bootstrap.json", keep / "calibration-bootstrap.json")
     try:
-        return {n: v11.predict(keep, n, CAMPAIGN.exp) for n in CAMPAIGN.configs}
+        return {n: v11.predict(keep, n, c.exp) for n in c.configs}
     finally:
-        (keep / "calibration-bootstrap.json").unlink()  # v15's, shipped there already
+        (keep / "calibration-bootstrap.json").unlink()  # the previous campaign's, shipped there already
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=p15.DATA / "heldout-v16-power")
+def power_main(c: Campaign, previous: str, noise_from: tuple[str, ...], doc: str) -> None:
+    """The power and time of campaign C, from PREVIOUS's fit, with noise read from the shipped
+    campaigns NOISE_FROM added to v15's list; written to --out/power.json and printed."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=p15.DATA / f"heldout-{c.name}-power")
     ap.add_argument("--draws", type=int, default=64)
     args = ap.parse_args()
     from mtpsim.fileio import atomic_write_json
 
-    p15.SHIPPED = (*p15.SHIPPED, "heldout-v15")
+    p15.SHIPPED = (*p15.SHIPPED, *noise_from)
     noise, walls = p15.measured_noise(), p15.wall_model()
-    preds = predictions(args.draws, args.out)
-    rows = [p15.expected(n, preds[n], noise, walls, CAMPAIGN.exp) for n in CAMPAIGN.configs]
+    preds = predictions(c, previous, args.draws, args.out)
+    rows = [p15.expected(n, preds[n], noise, walls, c.exp) for n in c.configs]
     tests_min = sum(r["minutes"] for r in rows)
     n_testable = sum(d["testable_expected"] for r in rows for d in r["deltas"].values())
-    res = {"command": f"python benchmarks/campaign_v16_power.py --draws {args.draws}",
-           "calibration": "docs/data/heldout-v15/calibration-bootstrap.json (v15's fit)",
+    prev = previous.removeprefix("heldout-")
+    res = {"command": f"python benchmarks/campaign_{c.name}_power.py --draws {args.draws}",
+           "calibration": f"docs/data/{previous}/calibration-bootstrap.json ({prev}'s fit)",
            "noise_from": list(p15.SHIPPED), "noise": noise, "wall_model": walls, "configs": rows,
            "minutes": {"tests": tests_min, "slices_v14": walls["v14_slices_min"],
                        "total": tests_min + walls["v14_slices_min"]},
@@ -71,4 +74,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    power_main(CAMPAIGN, "heldout-v15", ("heldout-v15",), __doc__)

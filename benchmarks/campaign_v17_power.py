@@ -7,68 +7,14 @@ its predictions made from v16's calibration (the padded-keys fit v17 keeps), on 
 
 from __future__ import annotations
 
-import argparse
-import shutil
-import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import campaign_v11 as v11  # noqa: E402
-import campaign_v15_power as p15  # noqa: E402
-from campaign_v10 import METRICS  # noqa: E402
+from campaign_v16_power import power_main  # noqa: E402
 from campaign_v17 import CAMPAIGN  # noqa: E402
 
-V16 = p15.DATA / "heldout-v16"
-
-
-def predictions(draws: int, keep: Path) -> dict:
-    """v17's configurations by the registered method, from v16's calibration, kept in KEEP/predictions."""
-    v11.DRAWS = draws
-    keep.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(V16 / "calibration-bootstrap.json", keep / "calibration-bootstrap.json")
-    try:
-        return {n: v11.predict(keep, n, CAMPAIGN.exp) for n in CAMPAIGN.configs}
-    finally:
-        (keep / "calibration-bootstrap.json").unlink()  # v16's, shipped there already
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=p15.DATA / "heldout-v17-power")
-    ap.add_argument("--draws", type=int, default=64)
-    args = ap.parse_args()
-    from mtpsim.fileio import atomic_write_json
-
-    p15.SHIPPED = (*p15.SHIPPED, "heldout-v15", "heldout-v16")
-    noise, walls = p15.measured_noise(), p15.wall_model()
-    preds = predictions(args.draws, args.out)
-    rows = [p15.expected(n, preds[n], noise, walls, CAMPAIGN.exp) for n in CAMPAIGN.configs]
-    tests_min = sum(r["minutes"] for r in rows)
-    n_testable = sum(d["testable_expected"] for r in rows for d in r["deltas"].values())
-    res = {"command": f"python benchmarks/campaign_v17_power.py --draws {args.draws}",
-           "calibration": "docs/data/heldout-v16/calibration-bootstrap.json (v16's fit)",
-           "noise_from": list(p15.SHIPPED), "noise": noise, "wall_model": walls, "configs": rows,
-           "minutes": {"tests": tests_min, "slices_v14": walls["v14_slices_min"],
-                       "total": tests_min + walls["v14_slices_min"]},
-           "testable_expected": n_testable, "deltas": 3 * len(rows)}
-    atomic_write_json(args.out / "power.json", res)
-    for r in rows:
-        cells = "  ".join(f"{p15._short(m)} {d['predicted_effect']:+.3g} r {d['power_ratio']['median']:.2f}"
-                          f"{'*' if d['testable_expected'] else ' '}"
-                          for m, d in r["deltas"].items() if d["expected_se"])
-        print(f"{r['config']:28s} n {r['requests']:3d} R {r['rounds']:2d} {r['minutes']:4.1f} min  {cells}")
-    for m in METRICS:
-        need = [r["deltas"][m]["needed"] for r in rows if r["deltas"][m]["needed"]]
-        if need:
-            print(f"{p15._short(m)}: SE = effect / 2 needs {min(need):.0f}-{max(need):.0f} "
-                  f"(median {statistics.median(need):.0f}) "
-                  f"{'requests a policy' if m == p15.AL else 'rounds'}")
-    print(f"tests {tests_min:.1f} min + slices {walls['v14_slices_min']:.1f} min (v14's) = "
-          f"{res['minutes']['total']:.1f} min; expected testable: {n_testable} of {res['deltas']}")
-
-
 if __name__ == "__main__":
-    main()
+    power_main(CAMPAIGN, "heldout-v16", ("heldout-v15", "heldout-v16"), __doc__)
