@@ -27,7 +27,10 @@ PARAMS = (
     Param("as_json", bool, "Print machine-readable JSON instead of tables (results without "
           "per-request records), e.g. --json > sim.json.", ("--json",), False),
     Param("out", Path, "Write one result per policy to DIR/<policy>.json (with per-request "
-          "records), e.g. --out runs/sim.", ("--out",)),
+          "records), e.g. --out runs/sim. A simulated result there of other settings is refused "
+          "(one line naming what differs) unless --force; a real run's always.", ("--out",)),
+    Param("force", bool, "With --out: replace simulated results of other settings in DIR.",
+          ("--force",), False),
     Param("trace", Path, "Real-mode trace (repeatable, e.g. DIR/fresh.trace.jsonl "
           "DIR/share.trace.jsonl): fit acceptance, top-k overlap and step cost to it, report the "
           "fit, and simulate with it instead of the spec's models.", ("--trace",), multiple=True),
@@ -68,6 +71,7 @@ def simulate(
     expected: bool = False,
     as_json: bool = False,
     out: Path | None = None,
+    force: bool = False,
     trace: list[Path] | None = None,
     save_calibration: Path | None = None,
     indexer_keys: str = "own",
@@ -100,6 +104,14 @@ def simulate(
                              uncertainty, jobs, as_json, out, metrics)
         return
     runs.check_outputs(out, plot, save_calibration)
+    if force and out is None:
+        from mtpsim.errors import UserError
+
+        raise UserError(None, "--force", "expected with --out (it replaces simulated results "
+                        "of other settings there)")
+    if out is not None:
+        runs.refuse_other_settings(out, str(experiment), runs.overrides(sets, policy or [], seed,
+                                                                        expected), force)
     calibration = runs.fit(trace, bootstrap, save_calibration, indexer_keys=indexer_keys) \
         if trace else None
     # printed tables read metrics only; per-request records (and the spec's copy) are built

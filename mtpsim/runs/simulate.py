@@ -114,24 +114,83 @@ def check_outputs(out: Path | None, plot: Path | None, save_calibration: Path | 
 
 def refuse_real_results(out: Path) -> None:
     """A real run's result where simulate writes DIR/POLICY.json (`simulate --out` given a
-    run-real --out folder): one line before anything runs, the file kept. A simulated result
-    there is replaced, as before (cheap to remake, its spec is in it)."""
-    from mtpsim.errors import ResultError, UserError
+    run-real --out folder): one line before anything runs, the file kept, --force or not."""
+    from mtpsim.errors import UserError
+
+    for path, res in kept_results(out):
+        if res.mode != "simulate":
+            raise UserError(path, None, f"expected no result here, or a simulated one to replace, "
+                            f"got a real run's ({res.mode}): simulate --out would write over it; "
+                            f"choose another --out (mtpsim compare SIMDIR {out} then pairs them)")
+
+
+def kept_results(out: Path) -> list[tuple[Path, Result]]:
+    """The results already in DIR/POLICY.json (a file that does not read as one is left out:
+    it is replaced, as before)."""
+    from mtpsim.errors import ResultError
     from mtpsim.policies import NO_MTP, POLICIES
     from mtpsim.result import load_result
 
+    found = []
     for name in (*POLICIES, NO_MTP):
         path = out / f"{name}.json"
-        if not path.is_file():
-            continue
-        try:
-            mode = load_result(path).mode
-        except ResultError:
-            continue  # not a result: replaced, as before
-        if mode != "simulate":
-            raise UserError(path, None, f"expected no result here, or a simulated one to replace, "
-                            f"got a real run's ({mode}): simulate --out would write over it; choose "
-                            f"another --out (mtpsim compare SIMDIR {out} then pairs them)")
+        if path.is_file():
+            try:
+                found.append((path, load_result(path)))
+            except ResultError:
+                continue
+    return found
+
+
+def refuse_other_settings(out: Path, experiment: str, over: list[str], force: bool) -> None:
+    """A simulated DIR/POLICY.json of other settings (another seed, workload, model, ...) than
+    this run's: one line before anything runs, naming the file and what differs, unless --force.
+    It was replaced without a word, and a `-p` run left DIR holding results of two settings that
+    `compare` would pair. One of the same settings (label, runner and prior fields aside, which a
+    simulation does not read) is replaced, as before: rerunning it remakes it."""
+    if force:
+        return
+    kept = [(p, r) for p, r in kept_results(out) if r.mode == "simulate"]
+    if not kept:
+        return
+    from mtpsim.errors import UserError
+    from mtpsim.spec import load_experiment
+
+    now = simulated_settings(load_experiment(experiment, over).to_dict())
+    for path, res in kept:
+        diff = settings_diff(simulated_settings(res.spec), now) if res.spec else \
+            ["its settings: not recorded (a result written without its spec)"]
+        if diff:
+            more = f"; and {len(diff) - 3} more" if len(diff) > 3 else ""
+            raise UserError(path, None, f"expected a simulated result of these settings to "
+                            f"replace, got one of other settings ({'; '.join(diff[:3])}{more}): "
+                            f"simulate --out would write over it; choose another --out, or add "
+                            f"--force to replace it")
+
+
+def simulated_settings(spec: dict) -> dict[str, object]:
+    """A result's spec (`Experiment.to_dict()`) as dotted keys, less what a simulation does not
+    read (label, runner and prior fields; where the file was and its --set texts) and the policy
+    list (each file holds one policy)."""
+    from mtpsim.spec.roles import without_roles
+
+    tree = {k: v for k, v in spec.items() if k not in ("source", "overrides", "policies")}
+    flat: dict[str, object] = {}
+    for key, value in without_roles(tree, ("label", "runner", "prior")).items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
+def settings_diff(there: dict[str, object], now: dict[str, object]) -> list[str]:
+    """What differs, one text per field: `workload.num_prompts 256 there, 64 now`."""
+    def shown(d: dict[str, object], key: str) -> str:
+        return json.dumps(d[key]) if key in d else "unset"
+
+    keys = [k for k in {**there, **now} if there.get(k, ...) != now.get(k, ...)]
+    return [f"{k} {shown(there, k)} there, {shown(now, k)} now" for k in keys]
 
 
 def fit(trace: Sequence[Path], bootstrap: int = 0, save_to: Path | None = None,
