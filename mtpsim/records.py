@@ -140,6 +140,9 @@ class RunExtra(Record):
     engine_gauges: dict[str, Any] | None = None
     # -- run-real's rounds (mtpsim.real.run, mtpsim.rounds) and real sweeps
     weights_sha256: str | None = None
+    # run-real's flags that change a run beyond its spec (--trace, --bench-client, --level-every,
+    # --no-probe), as typed: the resume command a result gives repeats them (mtpsim.runs.real)
+    run_flags: list[str] | None = None
     round: dict[str, Any] | None = None  # index, of, position
     probe: dict[str, Any] | None = None  # machine-speed readings before and after the run
     level: dict[str, Any] | None = None  # in-engine level probe readings (mtpsim.engine.level)

@@ -78,7 +78,7 @@ def run_real(
 
     def interrupted(state: RealRun) -> typer.Exit:
         resume = report.resume(experiment, engine, setup.out, set_, policy, seed, server, trace,
-                               bench_client, rounds, level_every)
+                               bench_client, rounds, level_every, probe_on)
         err_console.print(report.interrupted(state, setup.out, resume), highlight=False, markup=False,
                           soft_wrap=True)
         return typer.Exit(130)

@@ -269,10 +269,11 @@ class RealRun:
 def run_policies(run: RealRun, runner: Callable[..., Any], *, mode: str, served: bool,
                  weights_sha: str | None, kept: dict[str, Result], force: bool, probe: Probe,
                  level: Any = False, start: Callable[[str, str, int], Callable[[int, int], None]],
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], flags: list[str] | None = None) -> None:
     """Run every policy not `kept` over the plan's rounds with `runner` (exp, policy, progress,
     requests=..., level=`level` when set: True or a level Sampling) -> (Result, Trace).
-    `start(policy, label, requests)` shows a progress line and returns its updater; `say` prints a line."""
+    `start(policy, label, requests)` shows a progress line and returns its updater; `say` prints a line;
+    `flags`: run-real's flags beyond the spec, recorded in each result (extra.run_flags)."""
     from mtpsim import rounds as rounds_mod
 
     exp, out, plan = run.exp, run.out, run.plan
@@ -310,6 +311,8 @@ def run_policies(run: RealRun, runner: Callable[..., Any], *, mode: str, served:
                 result.extra.weights_sha256 = weights_sha
             result.extra.round = {"index": r, "of": len(plan), "position": position,
                                   "requests": [chunk.start, chunk.stop]}
+            if flags is not None:
+                result.extra.run_flags = list(flags)
             if before is not None:
                 result.extra.probe = {"before": before, "after": after}
                 run_trace.meta.probe = [before, after]
@@ -339,12 +342,12 @@ def unfinished_rounds(out: Path) -> str | None:
     missing = [p for p in by_policy if not (out / f"{p}.json").is_file()]
     if not missing:
         return None
-    argv, of = _resume_from_round(next(rounds.glob(f"r[0-9]*/{missing[0]}.json")), out)
+    argv, of, whole = _resume_from_round(next(rounds.glob(f"r[0-9]*/{missing[0]}.json")), out)
     done = ", ".join(f"{p} {by_policy[p]}/{of or '?'} rounds" for p in missing)
     how = (f"if it was interrupted (not still running), resume it with the command that started "
-           f"it: {argv} (read from its round results; add any --trace, --bench-client or "
-           "--level-every it had)" if argv else "if it was interrupted (not still running), rerun "
-           "the run-real command that started it, with the same --out, to resume it")
+           f"it: {argv} (read from its round results{_UNRECORDED * (not whole)})" if argv else
+           "if it was interrupted (not still running), rerun the run-real command that started it, "
+           "with the same --out, to resume it")
     return (f"expected finished results, got an unfinished run-real --rounds run ({done} kept in "
             f"{rounds}, no pooled result yet): {how}; then compare {out}")
 
@@ -369,27 +372,66 @@ def unfinished_policies(out: Path) -> str | None:
     missing = [p for p in policies if isinstance(p, str) and p not in held]
     if not missing:
         return None
-    argv, _ = _resume_from(first, out)
-    how = (f"if its run was interrupted, resume it: {argv} (read from its results; add any "
-           "--trace, --bench-client or --level-every it had)" if argv else
+    argv, _, whole = _resume_from(first, out)
+    how = (f"if its run was interrupted, resume it: {argv} (read from its results"
+           f"{_UNRECORDED * (not whole)})" if argv else
            "if its run was interrupted, rerun the run-real command with the same --out")
     return f"{out} holds no result of {', '.join(missing)} (policies of its experiment): {how}"
 
 
-def _resume_from_round(path: Path, out: Path) -> tuple[str | None, int | None]:
+def run_flags(trace: bool, bench_client: str, level_every: int, probe_on: bool) -> list[str]:
+    """run-real's flags that change a run beyond its spec, as argv (the defaults left out): what
+    a resume command repeats, and what each result records (extra.run_flags)."""
+    flags = ["--trace"] if trace else []
+    flags += ["--bench-client", bench_client] if bench_client != "mtpsim" else []
+    flags += ["--level-every", str(level_every)] if level_every else []
+    return flags + ([] if probe_on else ["--no-probe"])
+
+
+# The flags run_flags writes, and whether each takes a value: a result's record is read back
+# through this (an edited file adds no other flag to a printed command).
+RUN_FLAGS = {"--trace": False, "--bench-client": True, "--level-every": True, "--no-probe": False}
+
+
+# A result written before results recorded run-real's flags (extra.run_flags): they are unknown.
+_UNRECORDED = "; add any --trace, --bench-client, --level-every or --no-probe it had"
+
+
+def _resume_from_round(path: Path, out: Path) -> tuple[str | None, int | None, bool]:
     """(the run-real command a round result's spec and records give, shell-quoted, or None;
-    the run's round count, or None)."""
+    the run's round count, or None; whether the result recorded its run-real flags)."""
     from mtpsim.result import load_result
 
     try:
         res = load_result(path)
     except ResultError:
-        return None, None
+        return None, None, False
     return _resume_from(res, out)
 
 
-def _resume_from(res: Result, out: Path) -> tuple[str | None, int | None]:
-    """(the run-real command a real result's spec and records give, or None; its rounds)."""
+def _recorded_flags(res: Result) -> list[str] | None:
+    """The run-real flags a result recorded (extra.run_flags), only those run_flags writes, a
+    value where one is taken; None when it recorded none (made before the record) or they do
+    not read."""
+    flags, out = res.extra.run_flags, []
+    if not isinstance(flags, list):
+        return None
+    it = iter(flags)
+    for flag in it:
+        if flag not in RUN_FLAGS:
+            return None
+        out.append(flag)
+        if RUN_FLAGS[flag]:
+            value = next(it, None)
+            if not isinstance(value, str) or value.startswith("-"):
+                return None
+            out.append(value)
+    return out
+
+
+def _resume_from(res: Result, out: Path) -> tuple[str | None, int | None, bool]:
+    """(the run-real command a real result's spec and records give, or None; its rounds;
+    whether it holds the run-real flags beyond the spec, read from extra.run_flags)."""
     import shlex
 
     from mtpsim.real import BACKENDS
@@ -400,14 +442,16 @@ def _resume_from(res: Result, out: Path) -> tuple[str | None, int | None]:
     pooled = res.extra.rounds if isinstance(res.extra.rounds, list) and res.extra.rounds else None
     of = info.get("of") if isinstance(info.get("of"), int) else len(pooled) if pooled else 1
     if not isinstance(source, str) or not isinstance(sets, list) or of is None:
-        return None, of
+        return None, of, False
     if (res.mode, False) not in BACKENDS and (res.mode, True) not in BACKENDS:
-        return None, of
+        return None, of, False
     opts = ["--engine", res.mode]
     opts += ["--server"] if res.extra.server_argv and (res.mode, False) in BACKENDS else []
     opts += ["--rounds", str(of)]
     opts += [x for s in sets if isinstance(s, str) for x in ("--set", _typed(source, s))]
-    return shlex.join(resume_argv("run-real", source, str(out), opts)), of
+    flags = _recorded_flags(res)
+    opts += flags or []
+    return shlex.join(resume_argv("run-real", source, str(out), opts)), of, flags is not None
 
 
 def _typed(source: str, override: str) -> str:

@@ -35,8 +35,9 @@ def policy_bars(console: StdConsole, engine: str) -> Iterator[Start]:
 
 def resume(experiment: Path, engine: str, out: Path, sets: list[str] | None, policies: list[str] | None,
            seed: int | None, server: bool, trace: bool, bench_client: str,
-           rounds: int | None = None, level_every: int = 0) -> list[str]:
+           rounds: int | None = None, level_every: int = 0, probe_on: bool = True) -> list[str]:
     """The command that resumes this run: the same options (finished policies are skipped)."""
+    from mtpsim.real.run import run_flags
     from mtpsim.report.interrupt import resume_argv
     from mtpsim.runs.real import DEFAULT_ENGINE
 
@@ -44,10 +45,9 @@ def resume(experiment: Path, engine: str, out: Path, sets: list[str] | None, pol
     opts += [x for s in sets or [] for x in ("--set", s)]
     opts += [x for p in policies or [] for x in ("-p", p)]
     opts += ["--seed", str(seed)] if seed is not None else []
-    opts += ["--server"] * server + ["--trace"] * trace
-    opts += ["--bench-client", bench_client] if bench_client != "mtpsim" else []
+    opts += ["--server"] * server
     opts += ["--rounds", str(rounds)] if rounds is not None else []
-    opts += ["--level-every", str(level_every)] if level_every else []
+    opts += run_flags(trace, bench_client, level_every, probe_on)
     return resume_argv("run-real", str(experiment), str(out), opts)
 
 

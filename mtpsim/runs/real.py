@@ -145,13 +145,15 @@ def run(setup: RealSetup, bench_client: str, probe_on: bool,
     if caps.note is not None and (note := caps.note(setup.exp)):
         say(note)
     state = real_run.RealRun(setup.exp, setup.out, setup.plan)
+    # recorded in each result, so a resume command read from it repeats them (a smoke run's: none)
+    flags = None if setup.smoke else real_run.run_flags(setup.trace, bench_client, level_every, probe_on)
     t0 = time.perf_counter()
     try:
         with bars() as start:
             real_run.run_policies(
                 state, runner, mode=caps.mode, served=caps.served, weights_sha=setup.weights_sha,
                 kept=setup.kept, force=setup.force, probe=real_run.Probe(enabled=probe_on and caps.probe),
-                level=level, start=start, say=say)
+                level=level, start=start, say=say, flags=flags)
     except KeyboardInterrupt:
         raise interrupted(state) from None
     return RealOutcome(setup, state, time.perf_counter() - t0)
