@@ -4,6 +4,7 @@ per class (start-up, docs/speed.md round 12): each class below is made by it and
 
 import copy
 import dataclasses
+import sys
 from dataclasses import field
 
 import pytest
@@ -178,3 +179,53 @@ def test_every_mtpsim_dataclass_is_made_by_it():
                     isinstance(node.value, ast.Name) and node.value.id == "dataclasses":
                 standard.append(f"{path.relative_to(root.parent)}:{node.lineno}")
     assert standard == [], "use `from mtpsim.dataclass import dataclass`"
+
+
+def _frozen_plain(deco):
+    @deco(frozen=True)
+    class G:
+        a: int
+        b: str = "x"
+
+    return G
+
+
+def _errors(call, *args):
+    try:
+        call(*args)
+    except Exception as e:  # the type and the message are the answer
+        return type(e).__name__, str(e)
+    return None
+
+
+@pytest.mark.parametrize("make", [_frozen, _one, _empty, _frozen_plain])
+def test_frozen_set_and_delete_answer_as_the_standard_ones(make):
+    """A frozen class's `__setattr__` / `__delattr__` (closures here, compiled text there): the
+    same errors and messages for a field, a non-field and a subclass instance."""
+    answers = []
+    for deco in (dataclasses.dataclass, lean):
+        C = make(deco)
+        obj = C(*([1.0] if dataclasses.fields(C) else []))
+
+        class Sub(C):
+            pass
+
+        sub = Sub(*([1.0] if dataclasses.fields(C) else []))
+        names = [f.name for f in dataclasses.fields(C)] + ["other"]
+        got = []
+        for target in (obj, sub):
+            for name in names:
+                got.append(_errors(setattr, target, name, 2))
+                got.append(_errors(delattr, target, name))
+        got.append((C.__setattr__.__name__, C.__setattr__.__qualname__.split(".")[-2:],
+                    C.__delattr__.__qualname__.split(".")[-2:], C.__setattr__.__module__))
+        answers.append(got)
+    assert answers[0] == answers[1]
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="3.13 compiles a class's methods at once")
+def test_frozen_set_and_delete_are_not_compiled_per_class():
+    F = _frozen(lean)
+    for fn in (F.__setattr__, F.__delattr__):
+        assert fn.__code__.co_filename != "<string>"  # the generated ones' file name
+    assert dataclasses._frozen_get_del_attr.__module__ == "dataclasses"  # put back after the call
