@@ -10,9 +10,10 @@ What it does, as v14 did:
  2. fit: every finished slice's traces, `normalise="level"` (mtpsim.runs.simulate.fit, in-process,
     32 bootstrap refits, the leave-one-kind-out workload shift), `indexer_keys` as the campaign
     registers it (v14: "own") -> OUT/calibration-bootstrap.json.
- 3. predict: v13's (campaign_v11.predict: `--uncertainty 128`, unpaired, from the fit and the specs
-    alone); SHA-256 of each in OUT/predictions/manifest.json and campaign.log before the score reads
-    any test result (campaign_v12.predict_all).
+ 3. predict: v13's (campaign_v11.predict: `--uncertainty 128`, unpaired, or paired where the
+    campaign registers `paired_predictions` (v18), from the fit and the specs alone); SHA-256 of
+    each in OUT/predictions/manifest.json and campaign.log before the score reads any test result
+    (campaign_v12.predict_all).
  4. score: v14's: a run's timings put on the fit's unit by its own dense level, the level's error
     in its measurement SE; deltas v10's (campaign_v10.scored_deltas); v11's judge -> OUT/score.json.
  5. penalty: v11's paired per-position log score of each penalty form against zero penalty, on
@@ -72,6 +73,7 @@ class Campaign:
     penalty_configs: str = "all"  # "all" (pooled over every configuration) or "inside"
     draft_calls: str = "shared"  # the fit's draft-call pricing (mtpsim.models.cost.DRAFT_CALLS)
     indexer_keys: str = "own"  # the fit's step-cost option (mtpsim.runs.simulate.fit): v14's "own"
+    paired_predictions: bool = False  # v18: both policies of a draw on one seed (v11-v17: unpaired)
 
     def kind_of(self, i: int) -> str:
         return self.kinds[i % len(self.kinds)]
@@ -330,7 +332,7 @@ def run_phases(c: Campaign, out: Path, phase: str, dry: bool) -> dict:
         cal = json.loads((out / "calibration-bootstrap.json").read_text())
         v12._log(out, f"normalised: unit_s {cal['machine']['normalised']['unit_s']}; "
                       f"workload shift: {json.dumps(cal.get('workload_shift'))}")
-        v12.predict_all(out, ran, c.exp)
+        v12.predict_all(out, ran, c.exp, c.paired_predictions)
     rep = score(out, c.configs)
     print(json.dumps({k: v for k, v in rep.items() if k != "rows"}, indent=1))
     pen = penalty(c, out)

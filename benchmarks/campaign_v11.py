@@ -96,8 +96,10 @@ def calibrate(out: Path, deadline: float) -> bool:
     return True
 
 
-def predict(out: Path, name: str, exp: Path = EXP) -> dict:
-    """The prediction of `name`, written once, before its real run (the spec's rounds simulated)."""
+def predict(out: Path, name: str, exp: Path = EXP, paired: bool = False) -> dict:
+    """The prediction of `name`, written once, before its real run (the spec's rounds simulated).
+    `paired` (v18 on): every policy of a draw on the draw's seed, as a real round serves the same
+    prompts to both; v11-v17 registered unpaired (each policy its own seed)."""
     path = out / "predictions" / f"{name}.json"
     if path.is_file():
         return json.loads(path.read_text())
@@ -111,11 +113,11 @@ def predict(out: Path, name: str, exp: Path = EXP) -> dict:
 
     cal = str(out.resolve() / "calibration-bootstrap.json")
     spec = str(exp / f"{name}.toml")
-    run = propagate(spec, [f"calibration.file={json.dumps(cal)}", "uncertainty.paired=false"], DRAWS,
-                    default_workers())
+    sets = [f"calibration.file={json.dumps(cal)}", f"uncertainty.paired={str(paired).lower()}"]
+    run = propagate(spec, sets, DRAWS, default_workers())
     vals = run.values
     pred = {"config": name, "inside": not run.extrapolation.flagged,
-            "rounds": load_experiment(spec).workload.rounds,
+            "rounds": load_experiment(spec).workload.rounds, **({"paired": True} if paired else {}),
             "extrapolation": list(run.extrapolation.notes), "draws": len(vals),
             "made_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "levels": {}, "deltas": {}}
     for p in POLICIES:

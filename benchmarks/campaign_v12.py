@@ -112,14 +112,14 @@ def fit(out: Path) -> bool:
                                     str(cal), "--bootstrap", str(BOOTSTRAP), "--json"], time.time() + 3600)
 
 
-def predict_all(out: Path, names: list[str], exp: Path = EXP) -> None:
+def predict_all(out: Path, names: list[str], exp: Path = EXP, paired: bool = False) -> None:
     """Every prediction from the calibration and the specs alone, their hashes logged, before scoring
-    (`exp`: the specs' folder, for v13's driver)."""
+    (`exp`: the specs' folder, for v13's driver; `paired`: v18's paired predictions)."""
     from mtpsim.fileio import atomic_write_json
 
     digests = {}
     for name in names:
-        v11.predict(out, name, exp)
+        v11.predict(out, name, exp, paired)
         digests[name] = hashlib.sha256((out / "predictions" / f"{name}.json").read_bytes()).hexdigest()
     atomic_write_json(out / "predictions" / "manifest.json", {"sha256": digests})
     _log(out, f"predictions written: {json.dumps(digests)}")

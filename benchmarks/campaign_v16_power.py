@@ -30,7 +30,7 @@ def predictions(c: Campaign, previous: str, draws: int, keep: Path) -> dict:
     keep.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(p15.DATA / previous / "calibration-bootstrap.json", keep / "calibration-bootstrap.json")
     try:
-        return {n: v11.predict(keep, n, c.exp) for n in c.configs}
+        return {n: v11.predict(keep, n, c.exp, c.paired_predictions) for n in c.configs}
     finally:
         (keep / "calibration-bootstrap.json").unlink()  # the previous campaign's, shipped there already
 
@@ -56,7 +56,8 @@ def power_main(c: Campaign, previous: str, noise_from: tuple[str, ...], doc: str
            "noise_from": list(p15.SHIPPED), "noise": noise, "wall_model": walls, "configs": rows,
            "minutes": {"tests": tests_min, "slices_v14": walls["v14_slices_min"],
                        "total": tests_min + walls["v14_slices_min"]},
-           "testable_expected": n_testable, "deltas": 3 * len(rows)}
+           "testable_expected": n_testable, "deltas": 3 * len(rows),
+           **({"paired_predictions": True} if c.paired_predictions else {})}
     atomic_write_json(args.out / "power.json", res)
     for r in rows:
         cells = "  ".join(f"{p15._short(m)} {d['predicted_effect']:+.3g} r {d['power_ratio']['median']:.2f}"

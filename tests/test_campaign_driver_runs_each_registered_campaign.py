@@ -24,11 +24,12 @@ import campaign_common as cc  # noqa: E402
 import campaign_v15 as v15  # noqa: E402
 import campaign_v16 as v16  # noqa: E402
 import campaign_v17 as v17  # noqa: E402
+import campaign_v18 as v18  # noqa: E402
 
 from mtpsim.spec import load_experiment  # noqa: E402
 
-CAMPAIGNS = pytest.mark.parametrize("C", [v15.CAMPAIGN, v16.CAMPAIGN, v17.CAMPAIGN],
-                                    ids=["v15", "v16", "v17"])
+CAMPAIGNS = pytest.mark.parametrize("C", [v15.CAMPAIGN, v16.CAMPAIGN, v17.CAMPAIGN, v18.CAMPAIGN],
+                                    ids=["v15", "v16", "v17", "v18"])
 
 
 @CAMPAIGNS

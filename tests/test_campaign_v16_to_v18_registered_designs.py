@@ -1,11 +1,12 @@
-"""The v16 and v17 campaigns' registered designs (docs/uncertainty.md, "The v16 campaign", "The v17
-campaign"): the previous campaign's procedure in the shared driver (benchmarks/campaign_common.py), 12
-configurations never run in any earlier campaign, inside and outside alternating, every round whole
-batches, the inside ones large (v16: >= 32 requests a policy, v17: >= 48), three Poisson streams
-among them; the previous campaign's four calibration kinds with new seeds; the declared penalty and
-request draw; nothing starts after the clock limits; the padded indexer keys reach the fit. No test
-here reads the wall clock's date: the registered UTC limits bound the campaign's own run, and each
-test sets the clock it asks about."""
+"""The v16, v17 and v18 campaigns' registered designs (docs/uncertainty.md, "The v16 campaign", "The
+v17 campaign", "The v18 campaign"): the previous campaign's procedure in the shared driver
+(benchmarks/campaign_common.py), 12 configurations never run in any earlier campaign, inside and
+outside alternating, every round whole batches, the inside ones large (v16: >= 32 requests a
+policy, v17 and v18: >= 48), three Poisson streams among them; the previous campaign's four
+calibration kinds with new seeds; the declared penalty and request draw; nothing starts after the
+clock limits; the padded indexer keys reach the fit; v18's predictions paired (both policies of a
+draw on one seed), the earlier ones unpaired. No test here reads the wall clock's date: the
+registered UTC limits bound the campaign's own run, and each test sets the clock it asks about."""
 
 from __future__ import annotations
 
@@ -22,9 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import campaign_common as cc  # noqa: E402
+import campaign_v11 as v11  # noqa: E402
 import campaign_v15 as v15  # noqa: E402
 import campaign_v16 as v16  # noqa: E402
 import campaign_v17 as v17  # noqa: E402
+import campaign_v18 as v18  # noqa: E402
 
 from mtpsim.spec import load_experiment  # noqa: E402
 
@@ -46,6 +49,7 @@ class Design:
     minutes: tuple[float, float]
     acceptance: tuple[str, str]  # (penalty, request_draw) every configuration names
     power: str  # docs/data folder of the power figures
+    paired: bool = False  # the predictions: both policies of a draw on one seed (v18 on)
 
 
 DESIGNS = {
@@ -54,6 +58,10 @@ DESIGNS = {
     "v17": Design(v17.CAMPAIGN, v16.CAMPAIGN, 1701,
                   frozenset(SEEDS_BEFORE_V16 | set(range(241, 253)) | set(range(1601, 1613))), 48, (60, 67),
                   ("kappa_lk", "independent"), "heldout-v17-power"),
+    "v18": Design(v18.CAMPAIGN, v17.CAMPAIGN, 1801,
+                  frozenset(SEEDS_BEFORE_V16 | set(range(241, 253)) | set(range(1601, 1613))
+                            | set(range(261, 273)) | set(range(1701, 1713))), 48, (60, 67),
+                  ("kappa_lk", "independent"), "heldout-v18-power", paired=True),
 }
 EACH = pytest.mark.parametrize("d", list(DESIGNS.values()), ids=list(DESIGNS))
 
@@ -144,3 +152,30 @@ def test_the_shipped_power_figures_are_for_these_configurations_as_sized(d):
     if d.acceptance[0] == "none":  # the zero penalty: no acceptance-length delta is testable
         al = "spec_decode_acceptance_length"
         assert not any(r["deltas"][al]["testable_expected"] for r in rows.values())
+
+
+@EACH
+def test_the_predictions_are_paired_as_registered(d, tmp_path, monkeypatch):
+    """v11.predict hands the registered pairing to the propagation (v18 paired, v16-v17 unpaired), and
+    the power script predicts the same way; a paired prediction says so in its file."""
+    assert d.c.paired_predictions is d.paired
+    import mtpsim.uncertainty.run as urun
+
+    seen = []
+
+    class Run:
+        values = [{p: {m: 1.0 for m in v11.METRICS} for p in v11.POLICIES}] * 3
+        extrapolation = type("X", (), {"flagged": False, "notes": ()})()
+
+    def fake(spec, sets, draws, workers):
+        seen.append(sets)
+        return Run()
+
+    monkeypatch.setattr(urun, "propagate", fake)
+    (tmp_path / "calibration-bootstrap.json").write_text("{}")
+    pred = v11.predict(tmp_path, d.c.configs[0], d.c.exp, d.c.paired_predictions)
+    assert seen[0][-1] == f"uncertainty.paired={'true' if d.paired else 'false'}"
+    assert pred.get("paired", False) is d.paired
+    if d.paired:
+        power = json.loads((ROOT / "docs" / "data" / d.power / "power.json").read_text())
+        assert power["paired_predictions"] is True
