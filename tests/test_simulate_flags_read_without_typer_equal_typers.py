@@ -26,7 +26,7 @@ EVERYDAY = [
     [EXP, "--json"],
     ["--json", EXP],
     [EXP, "--set", "workload.num_prompts=64", "--set=engine.max_num_seqs=8", "-p", "fresh",
-     "--policy", "share", "--seed", "3", "--expected", "--out", "runs/sim"],
+     "--policy", "share", "--seed", "3", "--expected", "--out", "runs/sim", "--force"],
     [EXP, "--uncertainty", "64", "-j", "1", "--metrics", "all", "--json"],
     [EXP, "--trace", "a.trace.jsonl", "--trace=b.trace.jsonl", "--bootstrap", "0",
      "--save-calibration", "cal.json", "--plot", "plots"],
@@ -49,7 +49,7 @@ def typer_values(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> tuple[int,
 
     @declared(*PARAMS)
     def record(experiment, set_=None, policy=None, seed=None, expected=False, as_json=False,
-               out=None, trace=None, save_calibration=None, indexer_keys="own", plot=None,
+               out=None, force=False, trace=None, save_calibration=None, indexer_keys="own", plot=None,
                bootstrap=0, uncertainty=None, jobs=None, metrics=None):
         seen.append({k: v for k, v in locals().items() if k != "seen"})
 
