@@ -125,7 +125,7 @@ def simulate(
         from mtpsim.fileio import dumps
 
         print(dumps(run_json(run), indent=2), flush=True)
-        for line in run.notes:
+        for line in [*run.notes, *run.warnings]:
             err_console.print(line, highlight=False, markup=False, soft_wrap=True)
         if plot is not None:  # written as without --json; stdout stays one JSON document
             from mtpsim.report.plots import simulate_plots
@@ -134,3 +134,5 @@ def simulate(
         return
     print_run(console, run, plot=plot, trace=trace or [], save_calibration=save_calibration,
               written=written)
+    for line in run.warnings:  # after "simulated N s of serving", the figure it qualifies
+        err_console.print(line, highlight=False, markup=False, soft_wrap=True)

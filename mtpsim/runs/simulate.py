@@ -34,6 +34,7 @@ class SimulateRun:
     notes: list[str] = field(default_factory=list)  # what the trace fit left out or filled in
     overridden: bool = False  # a flag or --set changed what the experiment file simulates
     setup_changed: list[str] = field(default_factory=list)  # --set texts that change the setup
+    warnings: list[str] = field(default_factory=list)  # a calibration far from the spec (stderr)
 
     def write(self, out: Path) -> list[Path]:
         """One result per policy, DIR/<policy>.json (atomically, with per-request records)."""
@@ -242,7 +243,23 @@ def simulate(experiment: str, sets: Sequence[str] = (), policy: Sequence[str] = 
     t0 = time.perf_counter()
     exp, results = run_policies(experiment, over, progress, calibration, records)
     return SimulateRun(experiment, exp, results, time.perf_counter() - t0, calibration, notes,
-                       overridden, setup_overrides(list(sets)))
+                       overridden, setup_overrides(list(sets)), far_calibration(exp, calibration))
+
+
+def far_calibration(exp: Experiment, calibration: Calibration | None) -> list[str]:
+    """The warning line when the calibration that priced the run (a --trace fit, else the
+    spec's `[calibration] file`) was measured far from the spec: another machine than its GPUs,
+    or well outside its range (mtpsim.uncertainty.domain.calibration_warning); none without one."""
+    if calibration is None and not exp.calibration.file:
+        return []  # the roofline: nothing imported (a plain simulate stays light)
+    if calibration is None:
+        from mtpsim.models.build import read_experiment_calibration
+
+        calibration = read_experiment_calibration(exp)
+    from mtpsim.uncertainty.domain import calibration_warning
+
+    line = calibration_warning(exp, calibration)
+    return [line] if line else []
 
 
 def run_policies(exp_path: str, overrides: list[str], progress: PolicyProgress | None = None,

@@ -38,17 +38,22 @@ class SchedulerRule:
     its experiments' default model preset (None: ModelSpec's). A plain class: a dataclass
     would cost every `simulate` ~5 M instructions at import (docs/speed.md, round 6)."""
 
-    __slots__ = ("token_budget", "kv_cache", "model_preset")
+    __slots__ = ("token_budget", "kv_cache", "model_preset", "on_host")
 
-    def __init__(self, token_budget: bool, kv_cache: bool, model_preset: str | None = None) -> None:
+    def __init__(self, token_budget: bool, kv_cache: bool, model_preset: str | None = None,
+                 on_host: bool = False) -> None:
         self.token_budget, self.kv_cache, self.model_preset = token_budget, kv_cache, model_preset
+        # `on_host`: its engine runs on this host's CPU or GPU ([reference] device); else on the
+        # spec's [hardware] GPUs, engine.tp of them (what a calibration's machine is held against)
+        self.on_host = on_host
 
 
 SCHEDULERS: dict[str, SchedulerRule] = {
     "vllm": SchedulerRule(token_budget=True, kv_cache=True),
     # mtpsim's reference engine: no token budget, each admitted prompt prefilled whole; it runs
     # mtpsim's reference model, not DeepSeek-V3.2 (whose 638 GiB of weights fit no single GPU)
-    "reference": SchedulerRule(token_budget=False, kv_cache=False, model_preset="reference"),
+    "reference": SchedulerRule(token_budget=False, kv_cache=False, model_preset="reference",
+                               on_host=True),
 }
 # Efficiency factors and per-step costs that `[calibration] fit` may name.
 FITTABLE = ("mem_efficiency", "compute_efficiency", "comm_efficiency", "overhead_ms",

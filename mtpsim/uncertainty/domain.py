@@ -117,10 +117,9 @@ def _span(v: Any) -> tuple[float, float] | None:
     return float(min(v)), float(max(v))
 
 
-def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
-    """How far `exp` lies outside `dom` (nothing calibrated: no extrapolation term)."""
-    if dom is None:
-        return Extrapolation(0.0, False, ())
+def axis_distances(exp: Experiment, dom: Domain) -> tuple[float, list[str], dict[str, float]]:
+    """(octaves beyond `dom` summed over axes, plus half-units of temperature; a note per axis
+    outside, e.g. "k 5 outside 4 (0.3)"; axis -> its part)."""
     mine = setup_axes(exp)
     dist, notes, per_axis = 0.0, [], {}
     for axis, (lo, hi) in dom.axes.items():
@@ -138,6 +137,14 @@ def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
             per_axis[axis] = d
             seen = compact(lo) if lo == hi else f"{compact(lo)}-{compact(hi)}"
             notes.append(f"{axis} {shown} outside {seen} ({d:.1f})")
+    return dist, notes, per_axis
+
+
+def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
+    """How far `exp` lies outside `dom` (nothing calibrated: no extrapolation term)."""
+    if dom is None:
+        return Extrapolation(0.0, False, ())
+    dist, notes, per_axis = axis_distances(exp, dom)
     here = exp_machine(exp)
     differs = False
     if not here:
@@ -168,3 +175,51 @@ def extrapolation(exp: Experiment, dom: Domain | None) -> Extrapolation:
 # Probe ratios within this of 1 count as the same machine speed: the probe's own run-to-run
 # spread on one machine (benchmarks/probe_drift.py measures it; docs/uncertainty.md).
 PROBE_TOLERANCE = 0.10
+
+
+# A plain simulate says how far its calibration is from the spec from this many octaves (summed
+# over axes) outside the calibrated range: one doubling beyond what the traces held.
+FAR_OCTAVES = 1.0
+
+
+def calibration_warning(exp: Experiment, calibration: Any) -> str | None:
+    """One line when a plain `simulate` prices `exp` with a calibration (a --trace fit or a
+    `[calibration] file`) measured far from it: on another machine than the spec's GPUs (a
+    reference-engine CPU calibration applied to a production GPU spec priced its serving in
+    days, with no word), or FAR_OCTAVES or more outside its range. None when close. A spec
+    whose engine runs on this host (the reference engine) is held against the range only: the
+    machine-speed probe speaks for its machine."""
+    from mtpsim.spec.sections import SCHEDULERS
+
+    dom = domain_of(exp, calibration, None)
+    if dom is None:
+        return None
+    dist, notes, _ = axis_distances(exp, dom)
+    machine = dom.machine
+    where = machine_text(machine)
+    theirs = str(machine.get("gpu", ""))
+    gpus = f"{exp.engine.tp} x {exp.hardware.name}"
+    other = not SCHEDULERS[exp.engine.scheduler].on_host and machine.get("device") is not None \
+        and (str(machine["device"]).startswith("cpu") or exp.hardware.name.lower() not in theirs.lower())
+    if not other and dist < FAR_OCTAVES:
+        return None
+    what = [f"its machine, not this spec's {gpus}"] if other else []
+    engine = f"{calibration.engine} engine " if getattr(calibration, "engine", "") else ""
+    target = gpus if other else "these settings"
+    path = getattr(calibration, "path", "<memory>")
+    named = "the --trace fit" if path == "<memory>" else f"calibration {path}"
+    return (f"warning: priced with {named} ({engine}traces on "
+            f"{where}), far from this spec: {'; '.join(what + notes)}. Its step costs and "
+            f"acceptance replace the spec's models, so the figures above are extrapolated from that "
+            f"calibration, not a prediction for {target}")
+
+
+def machine_text(machine: dict[str, Any]) -> str:
+    """`a CPU (AMD EPYC, 1 thread)`, `a GPU (NVIDIA B200)`, or `an unrecorded machine`."""
+    if machine.get("gpu"):
+        return f"a GPU ({machine['gpu']})"
+    if str(machine.get("device", "")).startswith("cpu"):
+        threads = machine.get("threads")
+        count = f", {threads} thread{'s' * (threads != 1)}" if isinstance(threads, int) else ""
+        return f"a CPU ({machine.get('cpu', '?')}{count})"
+    return "an unrecorded machine"
