@@ -24,7 +24,45 @@ def _row_units_2d(n: float, sms: int, e128: float, e64: float) -> np.ndarray:
 @pytest.mark.parametrize("sms", [78, 132, 148, 256, 304])
 @pytest.mark.parametrize("n", [1.0, 7.0, 16.0, 64.0, 100.0, 576.0, 1536.0, 7168.0, 9216.0, 129280.0])
 def test_tables_equal_the_2d_formula_bit_for_bit(n, sms):
-    assert g._columns.__wrapped__(n, sms).tobytes() == _columns_2d(n, sms).tobytes()
+    g._TABLES.clear()
+    assert g._columns(n, sms).tobytes() == _columns_2d(n, sms).tobytes()
     e128, e64 = g.FIT[0], g.FIT[1]
-    assert g._row_units.__wrapped__(n, sms, e128, e64).tobytes() == \
-        _row_units_2d(n, sms, e128, e64).tobytes()
+    assert g._row_units(n, sms, e128, e64).tobytes() == _row_units_2d(n, sms, e128, e64).tobytes()
+
+
+@pytest.mark.parametrize("sms", [78, 132, 148])
+@pytest.mark.parametrize("n", [7.0, 576.0, 7168.0, 129280.0])
+def test_tables_built_as_far_as_asked_hold_the_full_tables_entries(n, sms):
+    """A table is built to the entries asked (a power of two from 1,024) and grows when asked
+    more (docs/speed.md, start-up round 14): each size holds the full table's first entries,
+    bit for bit, and answers every entry asked."""
+    e128, e64 = g.FIT[0], g.FIT[1]
+    full_cols, full_rows = _columns_2d(n, sms), _row_units_2d(n, sms, e128, e64)
+    g._TABLES.clear()
+    for top in (0, 5, 1024, 1025, 3000, g._TABLE_TILES):
+        cols = g._columns(n, sms, top)
+        assert len(cols) > top and cols.tobytes() == full_cols[:len(cols)].tobytes()
+    g._TABLES.clear()
+    sizes = []
+    for top in (0, 64, 129, 1024, 8192, 8193, 40000, g._TABLE_ROWS):
+        rows = g._row_units(n, sms, e128, e64, top)
+        sizes.append(len(rows))
+        assert len(rows) > top and rows.tobytes() == full_rows[:len(rows)].tobytes()
+    assert sizes == [1025, 1025, 1025, 1025, 8193, 16385, 65537, 65537]
+
+
+def test_tensor_seconds_after_a_small_table_equals_the_full_tables():
+    """The same step array priced with tables built as far as it asks and with the full ones."""
+    m = np.array([0.0, 1.0, 63.5, 64.0, 65.0, 128.0, 129.0, 4096.0, 8192.0, 20000.0, 70000.0])
+    groups = np.array([1.0, 3.0, 256.0, 256.0, 8.0, 1.0, 2.0, 256.0, 256.0, 256.0, 256.0])
+    args = (7168.0, 2048.0, 132, 1979e12)
+    g._TABLES.clear()
+    small = [g.tensor_seconds(1, m[:5], *args), g.tensor_seconds(groups[:5], m[:5], *args),
+             g.tensor_seconds(1, m, *args), g.tensor_seconds(groups, m, *args),
+             g.tensor_seconds(4, 63.0, *args), g.tensor_seconds(4, 700.0, *args)]
+    g._TABLES.clear()
+    g._columns(7168.0, 132), g._row_units(7168.0, 132, g.FIT[0], g.FIT[1])
+    full = [g.tensor_seconds(1, m[:5], *args), g.tensor_seconds(groups[:5], m[:5], *args),
+            g.tensor_seconds(1, m, *args), g.tensor_seconds(groups, m, *args),
+            g.tensor_seconds(4, 63.0, *args), g.tensor_seconds(4, 700.0, *args)]
+    assert [np.asarray(x).tobytes() for x in small] == [np.asarray(x).tobytes() for x in full]

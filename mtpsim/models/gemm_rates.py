@@ -29,7 +29,6 @@ covers the residual and the transfer.
 
 from __future__ import annotations
 
-import functools
 import math
 from pathlib import Path
 
@@ -60,22 +59,49 @@ def _check(groups, m, n, k) -> None:
         raise ValueError(f"gemm_rates: m must be finite and >= 0, got {m!r}")
 
 
-@functools.lru_cache(maxsize=256)
-def _columns(n: float, sms: int) -> np.ndarray:
-    """SM-columns (waves x BLOCK_N, minimised over BLOCK_N) for 0.._TABLE_TILES m-tiles of a GEMM
-    with n columns: the lookup `compute_seconds` indexes (one per (n, sms), built once)."""
+_TABLES: dict[tuple, np.ndarray] = {}  # `_columns` and `_row_units`, by shape
+_MIN_TABLE = 1024  # a table's first size (entries past 0); it grows by powers of two as asked
+
+
+def _size(top: int, most: int) -> int:
+    """The table size that holds entry `top`: a power of two >= top (at least _MIN_TABLE), at
+    most `most`."""
+    return min(most, max(_MIN_TABLE, 1 << max(0, top - 1).bit_length()))
+
+
+def _columns(n: float, sms: int, top: int = _TABLE_TILES) -> np.ndarray:
+    """SM-columns (waves x BLOCK_N, minimised over BLOCK_N) for 0..top m-tiles at least (up to
+    _TABLE_TILES) of a GEMM with n columns: the lookup `compute_seconds` indexes, one per
+    (n, sms), built as far as asked. Each entry is computed on its own (elementwise), so a table
+    built to 1,024 tiles holds the first 1,025 entries of one built to 8,192 bit for bit; a
+    printed simulate of pr47352 asks up to 1,024 tiles and 8,192 rows (`_row_units`), not the
+    8,192 and 65,536 the tables were first built to (docs/speed.md, start-up round 14)."""
+    key = ("columns", n, sms)
+    table = _TABLES.get(key)
+    if table is None or len(table) <= top:
+        table = _columns_of(np.arange(_size(top, _TABLE_TILES) + 1, dtype=float), n, sms)
+        _keep(key, table)
+    return table
+
+
+def _columns_of(tiles_m: np.ndarray, n: float, sms: int) -> np.ndarray:
     # min over BLOCK_N of ceil(tiles_m x ceil(n / BLOCK_N) / sms) x BLOCK_N, one BLOCK_N at a time
     # (the same float operations per element as a [tiles, BLOCK_N] array and its row minimum, ~4x
     # cheaper to build; a printed simulate builds 9). A BLOCK_N with the same n-tiles as a smaller
     # one never needs fewer SM-columns (same waves, wider block): skipped.
-    tiles_m = np.arange(_TABLE_TILES + 1, dtype=float)
-    out = np.full(_TABLE_TILES + 1, np.inf)
+    out = np.full(len(tiles_m), np.inf)
     last = None
     for block_n, per_tile in zip(BLOCK_NS, np.ceil(n / BLOCK_NS), strict=True):
         if per_tile != last:
             np.minimum(out, np.ceil(tiles_m * per_tile / sms) * block_n, out=out)
             last = per_tile
     return out
+
+
+def _keep(key: tuple, table: np.ndarray) -> None:
+    if len(_TABLES) >= 512:  # the lru caches' bound before (256 shapes each): start again
+        _TABLES.clear()
+    _TABLES[key] = table
 
 
 def compute_seconds(groups, m, n: float, k: float, sms: int, peak_flops: float,
@@ -101,14 +127,15 @@ def tensor_seconds(groups, m, n: float, k: float, sms: int, peak_flops: float,
         if tiles > _TABLE_TILES:
             cols = tiles * math.ceil(n / 128.0) * 128.0 / sms
         else:
-            cols = float(_columns(float(n), int(sms))[math.ceil(tiles - 1e-9)])
+            at = math.ceil(tiles - 1e-9)
+            cols = float(_columns(float(n), int(sms), at)[at])
         return cols * 2.0 * block * k / (peak_flops / sms * e)
     m = np.asarray(m, float)
     scale = 2.0 * k / (peak_flops / sms)
     if not random_rows and not isinstance(groups, np.ndarray) and groups == 1:
         # one GEMM over m rows: a lookup by the row count (ceil: a partial row is a row)
-        units = _row_units(float(n), int(sms), fit[0], fit[1])
         idx = np.minimum(np.ceil(m), _TABLE_ROWS).astype(np.intp)
+        units = _row_units(float(n), int(sms), fit[0], fit[1], int(idx.max(initial=0)))
         out = units[idx] * scale
         over = m > _TABLE_ROWS
         if np.any(over):  # beyond the table: fractional waves of 128-row tiles
@@ -120,28 +147,26 @@ def tensor_seconds(groups, m, n: float, k: float, sms: int, peak_flops: float,
     per = np.maximum(1.0, m / block + 0.5) if random_rows else np.ceil(m / block)
     tiles = np.where(m > 0, groups * per, 0.0)
     idx = np.minimum(np.ceil(tiles - 1e-9), _TABLE_TILES).astype(np.intp)
-    cols = _columns(float(n), int(sms))[idx]
+    cols = _columns(float(n), int(sms), int(idx.max(initial=0)))[idx]
     over = tiles > _TABLE_TILES
     if np.any(over):
         cols = np.where(over, tiles * math.ceil(n / 128.0) * 128.0 / sms, cols)
     return cols * scale * np.where(small, 64.0 / fit[1], 128.0 / fit[0])
 
 
-@functools.lru_cache(maxsize=256)
-def _row_units(n: float, sms: int, e128: float, e64: float) -> np.ndarray:
-    """SM-columns x BLOCK_M / e_c of one GEMM with n columns over 0.._TABLE_ROWS rows (times
-    2 k / (P / sms) it is `tensor_seconds`): built once per shape, so a step array costs a lookup."""
-    tiles, small = _row_tiles()
-    return _columns(n, sms)[tiles] * np.where(small, 64.0 / e64, 128.0 / e128)
-
-
-@functools.lru_cache(maxsize=1)
-def _row_tiles() -> tuple[np.ndarray, np.ndarray]:
-    """m-tiles of one GEMM over 0.._TABLE_ROWS rows (ceil(m / BLOCK_M)) and where BLOCK_M is 64:
-    the same for every shape, so `_row_units` builds them once."""
-    m = np.arange(_TABLE_ROWS + 1, dtype=float)
-    small = m <= SMALL_M
-    return np.ceil(m / np.where(small, 64.0, 128.0)).astype(np.intp), small
+def _row_units(n: float, sms: int, e128: float, e64: float, top: int = _TABLE_ROWS) -> np.ndarray:
+    """SM-columns x BLOCK_M / e_c of one GEMM with n columns over 0..top rows at least (up to
+    _TABLE_ROWS) (times 2 k / (P / sms) it is `tensor_seconds`): built once per shape as far as
+    asked (as `_columns`), so a step array costs a lookup."""
+    key = ("rows", n, sms, e128, e64)
+    table = _TABLES.get(key)
+    if table is None or len(table) <= top:
+        m = np.arange(_size(top, _TABLE_ROWS) + 1, dtype=float)
+        small = m <= SMALL_M
+        tiles = np.ceil(m / np.where(small, 64.0, 128.0)).astype(np.intp)
+        table = _columns(n, sms, int(tiles[-1]))[tiles] * np.where(small, 64.0 / e64, 128.0 / e128)
+        _keep(key, table)
+    return table
 
 
 def _blend_table(p: float, size: int = 1 << 16) -> np.ndarray:
