@@ -193,13 +193,16 @@ def build_points(experiment: str | Path, sets: Sequence[str], check_memory: bool
 
 
 def _check_fits(exp: Any, point: str) -> None:
-    """The simulator's memory check, run up front: a point that cannot fit names its values."""
+    """The simulator's memory check, run up front: a point that cannot fit names its values, and
+    where the failing field was set (--set, or the experiment file: a sweep with no axis, or one
+    whose axes leave that field as the file has it)."""
     from mtpsim.models.memory import check_fits
 
     try:
         check_fits(exp)
     except SpecError as e:
-        raise SpecError(SOURCE, e.field, f"{e.expected} (at {point})") from None
+        src = exp.source_of(e.field) if e.field else SOURCE
+        raise SpecError(src, e.field, f"{e.expected} (at {point})" if point else e.expected) from None
 
 
 def point_path(out: Path, point: Point) -> Path:
