@@ -27,6 +27,8 @@ def setup_title(exp: Experiment, how: str, own_model: str | None = None) -> str:
     name = Path(exp.source).stem if exp.source and exp.source != "<memory>" else ""
     # a dense family's top-k is DENSE_TOPK, larger than any context: name it for what it is
     attention = "dense" if exp.index_topk >= DENSE_TOPK else f"top-{exp.index_topk}"
+    # unset: every request at once (vLLM bench's default), which "conc None" did not say
+    conc = "no conc limit" if w.max_concurrency is None else f"conc {w.max_concurrency}"
     setup = (f"{where} · {w.num_prompts} x {w.input_len:,} in / {w.output_len:,} out · "
-             f"conc {w.max_concurrency}{rate} · k={exp.k} · {attention}")
+             f"{conc}{rate} · k={exp.k} · {attention}")
     return f"{name + ': ' if name else ''}{setup} ({how}, seed {exp.seed})"
