@@ -51,6 +51,8 @@ class Styled:
 
 @dataclass
 class Column:
+    """A table column: its header, justification and whether it may wrap."""
+
     header: str = ""
     justify: str = "left"
     no_wrap: bool = False

@@ -66,3 +66,23 @@ def test_tensor_seconds_after_a_small_table_equals_the_full_tables():
             g.tensor_seconds(1, m, *args), g.tensor_seconds(groups, m, *args),
             g.tensor_seconds(4, 63.0, *args), g.tensor_seconds(4, 700.0, *args)]
     assert [np.asarray(x).tobytes() for x in small] == [np.asarray(x).tobytes() for x in full]
+
+
+def test_blend_entries_computed_per_array_equal_the_table_bit_for_bit():
+    """`blend` computes the steps of an array of at most _BLEND_DIRECT entries and looks larger ones
+    up in the table (docs/speed.md, start-up round 14): every entry, computed in arrays of any
+    size and order, is the table's, and a small array blends as it does inside a large one."""
+    p = g.FIT[3]
+    table = g._blend_table(p)
+    steps = np.arange(g._BLEND_STEPS + 2)
+    for chunk in (1, 3, 44, 512, 4096):
+        parts = [g._blend_at(steps[s:s + chunk], p) for s in range(0, len(steps), chunk)]
+        assert np.concatenate(parts).tobytes() == table.tobytes()
+    shuffled = np.random.default_rng(0).permutation(steps)[:g._BLEND_DIRECT]
+    assert g._blend_at(shuffled, p).tobytes() == table[shuffled].tobytes()
+    rng = np.random.default_rng(1)
+    t_c, t_m = rng.uniform(0, 1e-3, 4000), rng.uniform(0, 1e-3, 4000)
+    whole = g.blend(t_c, t_m)  # looked up
+    assert len(t_c) > g._BLEND_DIRECT
+    small = np.concatenate([g.blend(t_c[s:s + 40], t_m[s:s + 40]) for s in range(0, 4000, 40)])
+    assert small.tobytes() == whole.tobytes()

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class SimModels:
+    """The acceptance model and the step costs (the policy's and, beside a baseline, fresh's)."""
+
     acceptance: FittedAcceptance | AcceptanceModel
     cost: FittedCost | CostModel
     fresh_cost: FittedCost | CostModel | None  # None when the policy is the baseline

@@ -29,6 +29,7 @@ covers the residual and the transfer.
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -99,7 +100,7 @@ def _columns_of(tiles_m: np.ndarray, n: float, sms: int) -> np.ndarray:
 
 
 def _keep(key: tuple, table: np.ndarray) -> None:
-    if len(_TABLES) >= 512:  # the lru caches' bound before (256 shapes each): start again
+    if len(_TABLES) >= 256:  # as the lru caches' bound before (256 shapes each): start again
         _TABLES.clear()
     _TABLES[key] = table
 
@@ -169,13 +170,24 @@ def _row_units(n: float, sms: int, e128: float, e64: float, top: int = _TABLE_RO
     return table
 
 
-def _blend_table(p: float, size: int = 1 << 16) -> np.ndarray:
-    """(1 + r^p)^(1/p) at r = 0, 1/size, .., 1 (and once more past 1), for `blend`'s lookup."""
-    r = np.minimum(np.arange(size + 2) / size, 1.0)
+_BLEND_STEPS = 1 << 16  # `blend` takes (1 + r^p)^(1/p) at the nearest of these steps of r
+_BLEND_DIRECT = 512  # arrays up to this size compute their steps' entries, larger ones look up
+
+
+def _blend_at(steps: np.ndarray, p: float) -> np.ndarray:
+    """(1 + r^p)^(1/p) at r = steps / _BLEND_STEPS (at most 1): the table's entries at `steps`,
+    computed elementwise as the table is (bit for bit its entries; the test compares every one)."""
+    r = np.minimum(steps / _BLEND_STEPS, 1.0)
     return (1.0 + r ** p) ** (1.0 / p)
 
 
-_BLEND = {FIT[3]: _blend_table(FIT[3])}
+@functools.lru_cache(maxsize=4)
+def _blend_table(p: float) -> np.ndarray:
+    """Every step's entry, r = 0, 1/_BLEND_STEPS, .., 1 (and once more past 1), built on first use
+    by an array larger than _BLEND_DIRECT (two powers over 65,538 entries: a printed simulate's
+    arrays, at most 44 steps each, compute theirs; it was built at import before, docs/speed.md
+    start-up round 14)."""
+    return _blend_at(np.arange(_BLEND_STEPS + 2), p)
 
 
 def blend(t_c, t_m, p: float = FIT[3]):
@@ -185,11 +197,13 @@ def blend(t_c, t_m, p: float = FIT[3]):
         return big * ((t_c / big) ** p + (t_m / big) ** p) ** (1.0 / p) if big > 0 else 0.0
     big = np.maximum(t_c, t_m)
     r = np.minimum(t_c, t_m) / (big + 1e-300)
-    if p not in _BLEND:
+    if p != FIT[3]:
         return big * (1.0 + r ** p) ** (1.0 / p)
     # nearest of 65,536 steps: within 1e-5 of the formula, and monotone as it is
-    f = _BLEND[p]
-    return big * f[(r * (len(f) - 2) + 0.5).astype(np.intp)]
+    steps = (r * _BLEND_STEPS + 0.5).astype(np.intp)
+    if steps.size <= _BLEND_DIRECT:
+        return big * _blend_at(steps, p)
+    return big * _blend_table(p)[steps]
 
 
 def gemm_seconds(groups, m, n: float, k: float, sms: int, peak_flops: float, hbm_bytes_s: float,

@@ -94,6 +94,8 @@ def _number(x: Any, lo: float, hi: float) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Kappa(Penalty):
+    """One kappa for every draft step."""
+
     value: float
 
     name: ClassVar[str] = "kappa"

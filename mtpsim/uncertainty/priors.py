@@ -170,6 +170,8 @@ _CALL = re.compile(r"^\s*([a-z_]+)\s*(?:\((.*)\))?\s*$")
 
 @dataclass(frozen=True, slots=True)
 class Prior:
+    """A parsed prior: its distribution and two parameters (nan for fixed)."""
+
     kind: str
     a: float = math.nan
     b: float = math.nan
