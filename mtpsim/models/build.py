@@ -42,6 +42,7 @@ def read_experiment_calibration(exp: Experiment) -> Calibration:
     from pathlib import Path
 
     from mtpsim.calibration.schema import CalibrationError, read_calibration
+    from mtpsim.errors import UserError
 
     path = calibration_path(exp)
     if not Path(path).exists():
@@ -57,7 +58,16 @@ def read_experiment_calibration(exp: Experiment) -> Calibration:
                                f"expected a calibration file, got {exp.calibration.file!r}, which "
                                f"is {path}: file not found (a relative path is taken from the "
                                f"experiment file's folder; {write})")
-    return read_calibration(path)
+    try:
+        return read_calibration(path)
+    except UserError as e:
+        if e.source != path:
+            raise
+        from mtpsim.spec.paths import shown
+
+        # the path as the user can type it here, not joined to the experiment's folder
+        # (`experiments/../../tmp/c.json` for a --set calibration.file=c.json typed in /tmp)
+        raise type(e)(shown(Path(path)), e.field, e.expected) from None
 
 
 def sim_models(exp: Experiment, policy: str,
