@@ -86,7 +86,9 @@ def advise_table(adv: Any, rows: list[dict], prob: float) -> Table:
     the same-k verdict."""
     d = adv.dep
     share = has_share(rows)
-    t = Table(title=f"{d.description or d.source}: mix of contexts {list(d.contexts)} "
+    # the deployment as simulated: gpu, tp and quantization have defaults a file may leave out
+    t = Table(title=f"{d.description or d.source}: {d.model} on {d.tp} x {d.gpu} "
+              f"({d.quantization}); mix of contexts {list(d.contexts)} "
               f"(weights {list(d.weights)}), concurrency {list(d.concurrency)}; median "
               f"[{round(100 * prob)} % interval] over {adv.n_draws:,} draws", title_justify="left",
               box=box.SIMPLE_HEAD)
