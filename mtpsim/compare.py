@@ -72,8 +72,41 @@ def bursts(res: Result) -> int:
     return len(res.extra.rounds or []) or 1
 
 
+# What a simulation must share with the real run it is held against: the model, the drafting and
+# the load served (a result's spec, `Experiment.to_dict()`). Runner, label and machine fields may
+# differ (the real run's launch settings, a CPU reference run's unused [hardware]).
+SAME_SETUP = ("model.preset", "model.name", "speculative.num_speculative_tokens",
+              "speculative.index_topk", "workload.num_prompts", "workload.input_len",
+              "workload.output_len", "workload.max_concurrency", "workload.request_rate",
+              "workload.temperature")
+
+
+def setup_mismatch(real: Result, sim: Result) -> str | None:
+    """The SAME_SETUP fields whose values differ between the two results' specs, e.g.
+    "workload.input_len 768 real, 10240 sim" (up to three); None when they agree or a result
+    carries no spec (a vLLM bench JSON)."""
+    if not real.spec or not sim.spec:
+        return None
+
+    def value(spec: dict, key: str) -> object:
+        section, _, name = key.partition(".")
+        part = spec.get(section)
+        return part.get(name) if isinstance(part, dict) else None
+
+    diff = [f"{k} {value(real.spec, k)} real, {value(sim.spec, k)} sim" for k in SAME_SETUP
+            if value(real.spec, k) != value(sim.spec, k)]
+    if not diff:
+        return None
+    more = f"; and {len(diff) - 3} more" if len(diff) > 3 else ""
+    return (f"the simulation is of other settings than the real run ({'; '.join(diff[:3])}{more}): "
+            f"its errors measure that difference, not the simulator; simulate the real run's "
+            f"experiment with the same --set")
+
+
 def workload_mismatch(real: Result, sim: Result) -> str | None:
     """Why a simulation does not describe the real run's workload (None when it does)."""
+    if (other := setup_mismatch(real, sim)) is not None:
+        return other
     r, s = bursts(real), bursts(sim)
     if r == s:
         return None
