@@ -68,7 +68,7 @@ def test_tensor_seconds_after_a_small_table_equals_the_full_tables():
     assert [np.asarray(x).tobytes() for x in small] == [np.asarray(x).tobytes() for x in full]
 
 
-def test_blend_entries_computed_per_array_equal_the_table_bit_for_bit():
+def test_blend_entries_computed_per_array_equal_the_table_bit_for_bit(monkeypatch):
     """`blend` computes the steps of an array of at most _BLEND_DIRECT entries and looks larger ones
     up in the table (docs/speed.md, start-up round 14): every entry, computed in arrays of any
     size and order, is the table's, and a small array blends as it does inside a large one."""
@@ -84,5 +84,8 @@ def test_blend_entries_computed_per_array_equal_the_table_bit_for_bit():
     t_c, t_m = rng.uniform(0, 1e-3, 4000), rng.uniform(0, 1e-3, 4000)
     whole = g.blend(t_c, t_m)  # looked up
     assert len(t_c) > g._BLEND_DIRECT
-    small = np.concatenate([g.blend(t_c[s:s + 40], t_m[s:s + 40]) for s in range(0, 4000, 40)])
-    assert small.tobytes() == whole.tobytes()
+    for budget in (0, 10**6):  # small arrays looked up (after the first calls), and computed
+        monkeypatch.setattr(g, "_BLEND_DIRECT_CALLS", [budget])
+        small = np.concatenate([g.blend(t_c[s:s + 40], t_m[s:s + 40]) for s in range(0, 4000, 40)])
+        assert small.tobytes() == whole.tobytes()
+        assert g._BLEND_DIRECT_CALLS[0] == max(0, budget - 100)

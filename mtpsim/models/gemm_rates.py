@@ -136,8 +136,10 @@ def tensor_seconds(groups, m, n: float, k: float, sms: int, peak_flops: float,
     if not random_rows and not isinstance(groups, np.ndarray) and groups == 1:
         # one GEMM over m rows: a lookup by the row count (ceil: a partial row is a row)
         idx = np.minimum(np.ceil(m), _TABLE_ROWS).astype(np.intp)
-        units = _row_units(float(n), int(sms), fit[0], fit[1], int(idx.max(initial=0)))
-        out = units[idx] * scale
+        try:  # the table as built so far; grown when it ends before a row asked
+            out = _row_units(float(n), int(sms), fit[0], fit[1], 0)[idx] * scale
+        except IndexError:
+            out = _row_units(float(n), int(sms), fit[0], fit[1], int(idx.max()))[idx] * scale
         over = m > _TABLE_ROWS
         if np.any(over):  # beyond the table: fractional waves of 128-row tiles
             out = np.where(over, np.ceil(m / 128.0) * math.ceil(n / 128.0) * 128.0 / sms
@@ -148,7 +150,10 @@ def tensor_seconds(groups, m, n: float, k: float, sms: int, peak_flops: float,
     per = np.maximum(1.0, m / block + 0.5) if random_rows else np.ceil(m / block)
     tiles = np.where(m > 0, groups * per, 0.0)
     idx = np.minimum(np.ceil(tiles - 1e-9), _TABLE_TILES).astype(np.intp)
-    cols = _columns(float(n), int(sms), int(idx.max(initial=0)))[idx]
+    try:
+        cols = _columns(float(n), int(sms), 0)[idx]
+    except IndexError:
+        cols = _columns(float(n), int(sms), int(idx.max()))[idx]
     over = tiles > _TABLE_TILES
     if np.any(over):
         cols = np.where(over, tiles * math.ceil(n / 128.0) * 128.0 / sms, cols)
@@ -172,6 +177,10 @@ def _row_units(n: float, sms: int, e128: float, e64: float, top: int = _TABLE_RO
 
 _BLEND_STEPS = 1 << 16  # `blend` takes (1 + r^p)^(1/p) at the nearest of these steps of r
 _BLEND_DIRECT = 512  # arrays up to this size compute their steps' entries, larger ones look up
+# ... until a process has blended this many arrays (a printed simulate of pr47352 blends 159):
+# from then on every array looks up the table, cheaper per call for `--uncertainty` and advise,
+# which simulate many times in one process
+_BLEND_DIRECT_CALLS = [256]
 
 
 def _blend_at(steps: np.ndarray, p: float) -> np.ndarray:
@@ -184,9 +193,9 @@ def _blend_at(steps: np.ndarray, p: float) -> np.ndarray:
 @functools.lru_cache(maxsize=4)
 def _blend_table(p: float) -> np.ndarray:
     """Every step's entry, r = 0, 1/_BLEND_STEPS, .., 1 (and once more past 1), built on first use
-    by an array larger than _BLEND_DIRECT (two powers over 65,538 entries: a printed simulate's
-    arrays, at most 44 steps each, compute theirs; it was built at import before, docs/speed.md
-    start-up round 14)."""
+    by an array larger than _BLEND_DIRECT or after the first _BLEND_DIRECT_CALLS arrays (two
+    powers over 65,538 entries: a printed simulate's 159 arrays, at most 44 steps each, compute
+    theirs; it was built at import before, docs/speed.md start-up round 14)."""
     return _blend_at(np.arange(_BLEND_STEPS + 2), p)
 
 
@@ -201,7 +210,8 @@ def blend(t_c, t_m, p: float = FIT[3]):
         return big * (1.0 + r ** p) ** (1.0 / p)
     # nearest of 65,536 steps: within 1e-5 of the formula, and monotone as it is
     steps = (r * _BLEND_STEPS + 0.5).astype(np.intp)
-    if steps.size <= _BLEND_DIRECT:
+    if steps.size <= _BLEND_DIRECT and _BLEND_DIRECT_CALLS[0] > 0:
+        _BLEND_DIRECT_CALLS[0] -= 1
         return big * _blend_at(steps, p)
     return big * _blend_table(p)[steps]
 
