@@ -77,7 +77,8 @@ def load_inputs(inputs: list[str]) -> list[Result]:
     labels = (*POLICIES, NO_MTP)
     out: list[Result] = []
     seen: dict[tuple[str, str | None], Path] = {}  # (mode, policy) -> the file it came from
-    for item in inputs:
+    named: dict[Path, tuple[int, str]] = {}  # resolved path -> (argument number, as typed)
+    for number, item in enumerate(inputs, 1):
         label, sep, raw = item.partition("=")
         if not sep or (label not in labels and ("/" in label or Path(item).exists())):
             # a path holding "=" (a folder named k=3)
@@ -86,6 +87,7 @@ def load_inputs(inputs: list[str]) -> list[Result]:
             raise UserError(None, "inputs", f"{item}: expected [POLICY=]PATH with POLICY one of "
                             f"{', '.join(labels)}, got {label!r}")
         path = Path(raw)
+        _check_not_named_twice(path, (number, raw), named)
         files = sorted(path.glob("*.json")) if path.is_dir() else [path]
         if path.is_dir():
             from mtpsim.real.run import unfinished_rounds
@@ -110,6 +112,21 @@ def load_inputs(inputs: list[str]) -> list[Result]:
             seen[key] = f
             out.append(res)
     return out
+
+
+def _check_not_named_twice(path: Path, arg: tuple[int, str], named: dict[Path, tuple[int, str]]) -> None:
+    """One path typed twice (`compare d d`, `compare d ./d/`) was read once and compared with
+    itself, exit 0: the user meant two runs. A file inside a folder also given is still fine."""
+    if not path.exists():
+        return  # load_result names a missing file
+    key = path.resolve()
+    if key in named:
+        first, typed = named[key]
+        kind = "folder" if path.is_dir() else "file"
+        raise UserError(None, "inputs", f"argument {arg[0]} ({arg[1]}): expected another run than "
+                        f"argument {first} ({typed}), got the same {kind}: compare would read it "
+                        f"once; give each run's {kind} once")
+    named[key] = arg
 
 
 def _finite(x: float) -> float | None:
