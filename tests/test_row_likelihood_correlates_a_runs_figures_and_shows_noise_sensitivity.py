@@ -48,3 +48,26 @@ def test_pr47352_prints_its_verdict_under_1_to_4_percent_timing_noise():
         assert thr["lo"] <= thr["median"] <= thr["hi"] and thr["verdict"]
     # noisier rows constrain less: the draws spread their weight more evenly
     assert rows[-1]["effective_draws"] > rows[0]["effective_draws"]
+
+
+def test_the_noise_rows_print_their_mc_se_and_flag_those_not_held_to_the_target():
+    """The rows re-weight the assumed noise's draws (not re-drawn to the 0.1 target): each prints
+    its Monte Carlo SE, and one above the target is starred with a caption saying how to draw
+    for that noise itself."""
+    import io
+
+    from rich.console import Console
+
+    from mtpsim.report.uncertainty import noise_sensitivity_table
+    from mtpsim.uncertainty.run import propagate
+
+    run = propagate("experiments/pr47352.toml", ["uncertainty.max_draws=0"], 16, 1)
+    rows = run.noise_sensitivity()
+    assert all(r["mc_se"] is not None and r["mc_se"] > 0 for r in rows)
+    over = [r for r in rows if r["mc_se"] > run.exp.uncertainty.mc_se_target]
+    assert over  # 16 prior draws cannot hold any end to 0.1 points
+    buf = io.StringIO()
+    Console(file=buf, width=140, color_system=None).print(noise_sensitivity_table(run))
+    text = " ".join(buf.getvalue().split())  # the caption wraps
+    assert "MC SE" in text and f"{over[0]['mc_se']:.2f}*" in text
+    assert "timing_noise_pct" in text and "not held to it" in text

@@ -137,14 +137,24 @@ def noise_sensitivity_table(run: UncertaintyRun) -> Table | None:
     t = Table(title=f"{policy} vs {run.policies[0]} conditioned on all measured rows, had one run's "
               f"timing noise been 0.5-4 % (assumed {100 * run.noise.timing_sd:.1f} %)",  # type: ignore[union-attr]
               title_justify="left", box=box.SIMPLE_HEAD)
-    for col in ("timing noise", "eff. draws", f"throughput Δ [{pct} %]", "verdict",
+    for col in ("timing noise", "eff. draws", "MC SE", f"throughput Δ [{pct} %]", "verdict",
                 f"TPOT Δ [{pct} %]", "verdict"):
         t.add_column(col, justify="left" if col == "verdict" else "right")
+    target, missed = run.exp.uncertainty.mc_se_target, False
     for r in rows:
         thr, tpot = r["output_throughput"], r["median_tpot_ms"]
+        se = r.get("mc_se")
+        over = se is not None and se > target
+        missed |= over
         t.add_row(f"{r['timing_noise_pct']:g} %", f"{r['effective_draws']:.1f}",
+                  "-" if se is None else f"{se:.2f}{'*' if over else ''}",
                   signed_interval(thr["median"], thr["lo"], thr["hi"], 2, " %"), thr["verdict"],
                   signed_interval(tpot["median"], tpot["lo"], tpot["hi"], 2, " %"), tpot["verdict"])
+    if missed:
+        t.caption = (f"* MC SE above the {target:g} target: the rows re-weight the draws made for the "
+                     "assumed noise, so their ends are not held to it, and a verdict there must clear "
+                     "its bound by 2 MC SEs; --set uncertainty.timing_noise_pct=P draws for P itself")
+        t.caption_justify = "left"
     return t
 
 

@@ -141,9 +141,12 @@ class UncertaintyRun:
             values = post.refit_level(self.values, z, level, rows[level], noise)
             w = adaptive.weights(post.loglik(values, rows, noise, level), corr)
             s = summarize(values, self.policies, w, self.prob, self.rope, only=shown)["deltas"][policy]
+            ses = [s[m].mc_se for m in shown if m in s and math.isfinite(s[m].mc_se)]
+            # not held to the MC SE target (re-weighted, not re-drawn): a verdict clears 2 MC SEs
             out.append({"timing_noise_pct": pct, "effective_draws": post.ess(w),
+                        "mc_se": max(ses) if ses else None,
                         **{m: {**s[m].to_json(), "verdict": verdict(s[m], policy, self.policies[0], m,
-                                                                     self.exp.k)}
+                                                                     self.exp.k, mc_margin=True)}
                            for m in shown if m in s}})
         return out
 
