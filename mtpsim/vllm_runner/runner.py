@@ -189,9 +189,9 @@ def run_served_policy(exp: Experiment, policy: str, progress: Progress | None = 
     engine.refuse(exp, [policy])
     port = exp.vllm.port or free_port()
     plugin_dir = run.out / f"{policy}.plugin"
+    if load is None:  # the workload's prompts first: a bad dataset_path is refused in a second,
+        load = LOADS[run.bench_client](exp, run, policy, progress)  # not after vLLM's import
     argv, env = engine.serve(exp, policy, port, run, plugin_dir)
-    if load is None:
-        load = LOADS[run.bench_client](exp, run, policy, progress)
     log = run.out / f"{policy}.server.log"
     with sigterm_as_exit(), ServerProcess(argv, env, log, port,
                                           grace_s=exp.vllm.stop_timeout_s) as server:
