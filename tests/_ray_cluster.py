@@ -46,16 +46,9 @@ def start_cluster(workers: int = 1):
 
 
 def write_tiny(folder: Path) -> Path:
-    import torch
-    from _reference_models import tiny_model
+    from _reference_models import tiny_spec
 
-    from mtpsim.engine import weights
-
-    w = folder / "w.safetensors"
-    weights.save(tiny_model(vocab=256).float(), w, torch.float16, {"note": "random init"})
-    spec = folder / "tiny.toml"
-    spec.write_text(TINY.format(weights=w))
-    return spec
+    return tiny_spec(folder, TINY, "tiny.toml")
 
 
 def proc_cmdlines() -> dict[int, str]:

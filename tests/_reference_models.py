@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from mtpsim.engine.engine import EngineConfig, SpecDecodeEngine
 from mtpsim.engine.model import ModelArgs, Transformer
 
 torch.set_num_threads(1)
+
+
+def tiny_spec(folder: Path, template: str, name: str = "exp.toml", **fields: object) -> Path:
+    """An experiment file FOLDER/NAME from TEMPLATE, its `{weights}` a tiny random-init model saved
+    once as FOLDER/w.safetensors (vocab 256, float16), its other fields from FIELDS."""
+    from mtpsim.engine import weights
+
+    w = folder / "w.safetensors"
+    if not w.exists():
+        weights.save(tiny_model(vocab=256).float(), w, torch.float16, {"note": "random init"})
+    spec = folder / name
+    spec.write_text(template.format(weights=w, **fields))
+    return spec
 
 
 def tiny_model(vocab: int = 16, seed: int = 0) -> Transformer:

@@ -10,12 +10,10 @@ import shlex
 import sys
 from pathlib import Path
 
-import torch
-from _reference_models import tiny_model
+from _reference_models import tiny_spec
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
-from mtpsim.engine import weights
 from mtpsim.request_record import RequestRecord
 from mtpsim.result import Result, load_result
 
@@ -38,11 +36,7 @@ threads = 1
 
 
 def _spec(tmp_path: Path) -> Path:
-    w = tmp_path / "w.safetensors"
-    weights.save(tiny_model(vocab=256).float(), w, torch.float16, {"note": "random init"})
-    spec = tmp_path / "exp.toml"
-    spec.write_text(SPEC.format(weights=w))
-    return spec
+    return tiny_spec(tmp_path, SPEC)
 
 
 def test_ctrl_c_and_compare_repeat_level_every_and_no_probe(tmp_path, monkeypatch):

@@ -12,12 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
-from _reference_models import tiny_model
+from _reference_models import tiny_spec
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
-from mtpsim.engine import weights
 from mtpsim.result import load_result
 
 pytestmark = pytest.mark.slow  # starts servers, clusters or whole processes (conftest)
@@ -41,12 +39,7 @@ threads = 1
 
 
 def _spec(tmp_path: Path, n: int, out: int) -> Path:
-    w = tmp_path / "w.safetensors"
-    if not w.exists():
-        weights.save(tiny_model(vocab=256).float(), w, torch.float16, {"note": "random init"})
-    spec = tmp_path / "exp.toml"
-    spec.write_text(SPEC.format(weights=w, n=n, out=out))
-    return spec
+    return tiny_spec(tmp_path, SPEC, n=n, out=out)
 
 
 def _interrupted_line(text: str) -> str:

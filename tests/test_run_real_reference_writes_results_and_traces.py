@@ -7,12 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
-from _reference_models import tiny_model
+from _reference_models import tiny_spec
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
-from mtpsim.engine import weights
 from mtpsim.result import load_result
 from mtpsim.trace import read_trace
 
@@ -39,12 +37,7 @@ threads = 1
 
 
 def _setup(tmp_path: Path) -> Path:
-    model = tiny_model(vocab=256).float()
-    w = tmp_path / "w.safetensors"
-    weights.save(model, w, torch.float16, {"note": "random init"})
-    spec = tmp_path / "exp.toml"
-    spec.write_text(SPEC.format(weights=w))
-    return spec
+    return tiny_spec(tmp_path, SPEC)
 
 
 @pytest.mark.slow
