@@ -9,8 +9,8 @@ level, throughput multiplied by it: mtpsim.level's dense CPU figure) and the del
 its SE over the rounds as before. Acceptance-length deltas are unchanged (no timing in them).
 
 Predictions: the campaign's shipped ones (v18 registered paired, v11-v17 unpaired), or with
-`--paired-from DIR` the paired re-predictions that benchmarks/paired_delta_development.py caches in
-DIR/<campaign>/<config>.paired.json. Scored with mtpsim.uncertainty.scoring.report, deltas only.
+`--paired-from DIR` the paired re-predictions that benchmarks/paired_delta_development.py keeps in
+DIR/<campaign>/predictions/<config>.json. Scored with mtpsim.uncertainty.scoring.report, deltas only.
 These campaigns' results have been read: nothing here is held out.
 
     python benchmarks/delta_level_rescore.py --campaigns v15 v16 v17 v18 [--paired-from runs/paired-dev]
@@ -64,7 +64,7 @@ def rescored(campaign: str, paired_from: Path | None) -> dict:
             continue
         pred = json.loads(pred_path.read_text())
         if paired_from is not None:
-            cache = paired_from / campaign / f"{cfg}.paired.json"
+            cache = paired_from / campaign / "predictions" / f"{cfg}.json"
             pred = {**pred, "deltas": json.loads(cache.read_text())["deltas"]}
         res = {p: load_result(data / cfg / "real" / f"{p}.json") for p in POLICIES}
         before = scored_deltas(cfg, pred, res)

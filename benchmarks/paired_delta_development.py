@@ -5,8 +5,8 @@ A campaign's real A/B is paired by design: every interleaved round serves the sa
 per-request seeds under both policies (mtpsim.rounds). Its registered predictions were unpaired
 (`uncertainty.paired = false`: each policy simulated on its own seed, so a predicted delta carries
 two different workloads' noise). This script re-predicts each configuration of a shipped campaign
-from that campaign's own shipped fit, exactly as the campaign did (campaign_v11.predict: 128
-draws, the same quantiles, the configurations as registered) but with `uncertainty.paired = true`,
+from that campaign's own shipped fit with the campaign's own function (campaign_v11.predict: 128
+draws, the same quantiles, the configurations as registered) but with `paired=True`,
 then scores the deltas with the campaign's own rule (campaign_v10.scored_deltas,
 mtpsim.uncertainty.scoring.report), beside the shipped unpaired predictions' deltas.
 
@@ -31,22 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(1, str(ROOT))
 
-from campaign_v10 import DRAWS, METRICS, POLICIES, QS, scored_deltas  # noqa: E402
-
-
-def predict_paired(cal: Path, spec: Path, draws: int, workers: int) -> dict:
-    """campaign_v11.predict's deltas with every policy of a draw on the draw's seed."""
-    import numpy as np
-
-    from mtpsim.uncertainty.run import propagate
-    from mtpsim.uncertainty.summary import delta_values
-
-    run = propagate(str(spec), [f"calibration.file={json.dumps(str(cal))}", "uncertainty.paired=true"],
-                    draws, workers)
-    vals = run.values
-    return {"inside": not run.extrapolation.flagged, "draws": len(vals),
-            "deltas": {m: dict(zip(map(str, QS), np.quantile(delta_values(vals, "share", "fresh", m), QS)
-                                   .tolist(), strict=True)) for m in METRICS}}
+import campaign_v11 as v11  # noqa: E402  (its predict, paired)
+from campaign_v10 import DRAWS, METRICS, POLICIES, scored_deltas  # noqa: E402
 
 
 def summary(values: list) -> dict:
@@ -64,7 +50,7 @@ def summary(values: list) -> dict:
                       "testable": v.testable, "inside": v.covered(0.9)} for v in values]}
 
 
-def campaign(name: str, out: Path, draws: int, workers: int) -> dict:
+def campaign(name: str, out: Path, draws: int) -> dict:
     from mtpsim.result import load_result
 
     data, exp = ROOT / "docs" / "data" / f"heldout-{name}", ROOT / "experiments" / "heldout" / name
@@ -78,12 +64,10 @@ def campaign(name: str, out: Path, draws: int, workers: int) -> dict:
             continue
         res = {p: load_result(data / cfg / "real" / f"{p}.json") for p in POLICIES}
         shipped = json.loads(pred_path.read_text())
-        cache = out / name / f"{cfg}.paired.json"
-        if not cache.is_file():
-            t = time.time()
-            cache.write_text(json.dumps(predict_paired(cal, exp / f"{cfg}.toml", draws, workers)))
-            print(f"{name} {cfg}: {time.time() - t:.0f} s", flush=True)
-        new = json.loads(cache.read_text())
+        t = time.time()
+        v11.DRAWS = draws
+        new = v11.predict(out / name, cfg, exp, paired=True)  # kept in OUT/NAME/predictions/CFG.json
+        print(f"{name} {cfg}: {time.time() - t:.0f} s", flush=True)
         unpaired += scored_deltas(cfg, shipped, res)
         paired += scored_deltas(cfg, {**shipped, "deltas": new["deltas"]}, res)
     return {"unpaired (registered)": summary(unpaired), "paired (post hoc)": summary(paired)}
@@ -94,10 +78,9 @@ def main() -> None:
     ap.add_argument("--campaigns", nargs="+", default=["v15", "v16", "v17"])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--draws", type=int, default=DRAWS)
-    ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--write", type=Path)
     a = ap.parse_args()
-    rep = {c: campaign(c, a.out, a.draws, a.workers) for c in a.campaigns}
+    rep = {c: campaign(c, a.out, a.draws) for c in a.campaigns}
     for c, r in rep.items():
         for way, s in r.items():
             print(f"{c} {way}: {s['testable']} of {s['deltas']} testable, coverage {s['coverage_model_90']}, "
