@@ -67,7 +67,7 @@ def fidelity(real: Result, sim: Result) -> list[FidelityRow]:
 
 
 def bursts(res: Result) -> int:
-    """How many consecutive rounds (each a burst of its own from t=0) a result's requests were
+    """How many consecutive rounds (each from an empty engine at t=0) a result's requests were
     served in: its pooled rounds (run-real; simulate with workload.rounds), else one stream."""
     return len(res.extra.rounds or []) or 1
 
@@ -113,7 +113,7 @@ def workload_mismatch(real: Result, sim: Result) -> str | None:
     n = real.get("completed") or len(real.requests or []) or "the"
 
     def served(k: int) -> str:
-        return "the one stream" if k == 1 else f"{k} rounds, each a burst of its own from t=0"
+        return "the one stream" if k == 1 else f"{k} rounds, each from an empty engine at t=0"
 
     return (f"the real run served its {n} requests as {served(r)}, the simulation as {served(s)}; "
             f"timings differ by design: simulate with --set workload.rounds={r}")

@@ -51,7 +51,8 @@ def run_real(
         help="Reference engine: split the requests into R rounds and run every policy in each, "
         "in A B / B A order, so machine drift cancels in paired deltas (DIR/rounds/rNN/). "
         "Default: the spec's workload.rounds, else as many rounds as give each a full batch, "
-        "at most 8. Each round is a burst of its own: simulate with --set workload.rounds=R.")] = None,
+        "at most 8. Each round starts from an empty engine at t = 0: simulate with --set "
+        "workload.rounds=R.")] = None,
     probe_on: Annotated[bool, typer.Option(
         "--probe/--no-probe", help="Time the fixed machine-speed probe (a few seconds, one "
         "thread) before and after every policy's round, and on the in-process reference engine "

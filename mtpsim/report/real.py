@@ -111,8 +111,9 @@ def print_run(console: StdConsole, outcome: RealOutcome) -> None:
                       f"each round's files in {out / 'rounds'}/); paired deltas: mtpsim compare {out}",
                       highlight=False)
         if exp.workload.rounds != len(plan):
-            console.print(f"each round served its requests as a burst of its own; to simulate this "
-                          f"workload: mtpsim simulate {setup.experiment} --set workload.rounds={len(plan)}",
+            console.print(f"each round served its share of the requests from an empty engine, its "
+                          f"arrivals starting at t = 0; to simulate this workload: mtpsim simulate "
+                          f"{setup.experiment} --set workload.rounds={len(plan)}",
                           highlight=False, soft_wrap=True)
 
 

@@ -294,9 +294,10 @@ class WorkloadSpec:
                           one_of("openai", "openai-chat"))
     num_warmups: int = option(0, "warm-up requests before the measured run",
                               in_range(0, 100_000))
-    rounds: int = option(0, "the requests as this many consecutive rounds, each a burst of its own "
-                         "from t=0, pooled (what run-real's interleaved rounds serve); 0: simulate "
-                         "serves the one stream and run-real picks its rounds (--rounds)",
+    rounds: int = option(0, "the requests as this many consecutive rounds, each from an empty "
+                         "engine with its arrivals from t=0, pooled (what run-real's interleaved "
+                         "rounds serve); 0: simulate serves the one stream and run-real picks its "
+                         "rounds (--rounds)",
                          in_range(0, 100_000))
 
 
