@@ -102,6 +102,7 @@ class DraftState(Protocol):
     """The speculator's input buffers the hooks read: each request's last accepted row in step 0."""
 
     last_token_indices: Any  # [max_num_reqs], sliced [:num_reqs]
+    num_speculative_steps: int  # draft steps per speculation (k): step 0, then 1 .. k-1
 
 
 class Fresh(SpeculatorHooks):
@@ -125,8 +126,10 @@ class Share(Fresh):
 
     def on_prefill_end(self, num_reqs: int) -> None:
         # Step 0 wrote one row per query token; without compaction request i would read
-        # request 0's rows (upstream bug #47238).
-        self.model.compact_topk_indices(self.state.last_token_indices[:num_reqs])
+        # request 0's rows (upstream bug #47238). As vLLM 0.33.0's MTPSpeculator, only when a
+        # later draft step will read them: at k = 1 `share` runs fresh's program.
+        if self.state.num_speculative_steps > 1:
+            self.model.compact_topk_indices(self.state.last_token_indices[:num_reqs])
 
     def on_multi_step_decode_begin(self, num_reqs: int) -> None:
         self.model.set_skip_topk(True)

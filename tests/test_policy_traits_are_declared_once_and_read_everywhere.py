@@ -34,6 +34,7 @@ class StateModel:
 
 class State:
     last_token_indices = [0, 1]
+    num_speculative_steps = 3
 
 
 def observed(name):

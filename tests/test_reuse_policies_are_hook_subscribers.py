@@ -31,6 +31,7 @@ class FakeModel:
 
 class State:
     last_token_indices = [3, 7, 9, 11]
+    num_speculative_steps = 3
 
 
 def one_propose(name):
@@ -51,6 +52,19 @@ def test_each_policy_calls_the_model_as_specified():
                                            ("recent", True), ("skip", False), ("recent", False)]
     assert one_propose("target_share") == [("skip", False), ("target", True), ("compact", [3, 7]),
                                            ("target", False), ("skip", True), ("skip", False)]
+
+
+def test_at_k1_no_policy_compacts_rows_no_later_step_reads():
+    """vLLM 0.33.0's MTPSpeculator compacts step 0's rows only if num_speculative_steps > 1."""
+    class OneStep(State):
+        num_speculative_steps = 1
+
+    for name in POLICIES:
+        model = FakeModel()
+        p = make_policy(name, model, OneStep())
+        p.on_prefill_begin(2)
+        p.on_prefill_end(2)
+        assert not [c for c in model.calls if c[0] == "compact"], name
 
 
 def test_every_named_policy_has_a_class_over_the_no_op_hooks():

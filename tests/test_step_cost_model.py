@@ -43,6 +43,23 @@ def test_sharing_removes_exactly_the_draft_indexer():
     assert 0 < share["draft_prefill"] - fresh["draft_prefill"] < 1e-5
 
 
+def test_at_k1_share_is_freshs_program_step_for_step():
+    """Model Runner V2 compacts step 0's top-k rows only when draft steps 1.. will reuse them
+    (vLLM 0.33.0 mtp/speculator.py `on_prefill_end`: num_speculative_steps > 1): at k = 1 `share`
+    prices every phase exactly as `fresh`; at k = 2 the compaction's gather is back."""
+    def at(k: int):
+        return experiment_from_dict({"model": {"quantization": "nvfp4"},
+                                     "engine": {"tp": 4, "max_num_seqs": 64},
+                                     "speculative": {"num_speculative_tokens": k}})
+
+    k1 = at(1)
+    fresh, share = (CostModel(k1, p).step(decode(32, 10_000)) for p in ("fresh", "share"))
+    assert all(share[ph] == fresh[ph] for ph in PHASES)
+    k2 = at(2)
+    fresh, share = (CostModel(k2, p).step(decode(32, 10_000)) for p in ("fresh", "share"))
+    assert 0 < share["draft_prefill"] - fresh["draft_prefill"] < 1e-5
+
+
 def test_target_share_never_runs_the_mtp_indexer():
     fresh = CostModel(pr_exp(), "fresh").step(decode(32, 60_000))
     tgt = CostModel(pr_exp(), "target_share").step(decode(32, 60_000))

@@ -105,6 +105,7 @@ class SpecDecodeEngine:
         model.setup_caches(config.max_num_seqs, config.max_model_len + k + 1, config.index_topk)
         model.mtp.shadow = config.trace
         self.last_token_indices = torch.zeros(config.max_num_seqs, dtype=torch.long, device=self.device)
+        self.num_speculative_steps = k  # the DraftState's k: the policies' hooks read it
         self.policy = make_policy(config.policy, model, self)  # the engine is the DraftState
         self.free_slots = list(range(config.max_num_seqs))[::-1]
         self.waiting: deque[_Request] = deque()

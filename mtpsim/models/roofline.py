@@ -807,8 +807,11 @@ class CostModel:
                                     s.prefill_pairs / shards) if own_indexer else 0.0)
             + self._allreduce(n_mtp, d_tok, n_mtp)
             + self._head(s.num_draft))
-        if t.reuses_own_row and mtp_idx and np.any(s.num_draft):
-            # compact_topk_indices: gather one top-k row per request
+        if t.reuses_own_row and mtp_idx and k > 1 and np.any(s.num_draft):
+            # compact_topk_indices: gather one top-k row per request, for draft steps 1.. to
+            # reuse; Model Runner V2 skips it when there are none (vLLM 0.33.0,
+            # v1/worker/gpu/spec_decode/mtp/speculator.py `on_prefill_end`: only if
+            # num_speculative_steps > 1), so at k = 1 `share` runs fresh's program
             draft_prefill = draft_prefill + self._roof(s.num_draft * self.exp.index_topk * 8,
                                                        0.0, n_mtp) * (s.num_draft > 0)
         # draft steps 1..k-1, one token per drafting request
