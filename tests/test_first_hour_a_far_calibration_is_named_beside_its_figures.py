@@ -2,8 +2,8 @@
 stderr after the tables: a reference-engine CPU calibration applied to experiments/pr47352.toml
 (DeepSeek-V3.2 on 4 x B200) priced 19,544 s of serving (783,479 s with a reference-cpu trace)
 with no word that the step costs were a 1-thread CPU's. The line names the calibration, its
-machine against the spec's GPUs and every axis outside its range; a calibration whose range holds
-the spec, on a host-run engine, prints none. stdout (the tables, --json) is unchanged."""
+machine against the spec's GPUs and every axis outside its range (with --json, the document's
+"warnings" too); a calibration whose range holds the spec, on a host-run engine, prints none."""
 
 from __future__ import annotations
 
@@ -30,10 +30,11 @@ def test_a_cpu_calibration_on_a_gpu_spec_is_named(tmp_path):
     r = _simulate("experiments/pr47352.toml", "--set", CAL, "--set", "workload.num_prompts=8",
                   "--json")
     assert r.returncode == 0, r.stderr
-    json.loads(r.stdout)  # stdout stays one JSON document
+    doc = json.loads(r.stdout)  # stdout stays one JSON document, and carries the line too
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("warning: priced with")]
     assert len(lines) == 1, r.stderr
     line = lines[0]
+    assert doc["warnings"] == [line]
     assert "calibration-long.json (reference engine traces on a CPU (AMD EPYC, 1 thread))" in line
     assert "its machine, not this spec's 4 x B200" in line
     assert "context 10,240-12,288 outside 256-7,252 (0.8)" in line

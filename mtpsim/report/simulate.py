@@ -69,11 +69,13 @@ class _DelayedBars:
 
 
 def run_json(run: SimulateRun) -> dict[str, Any]:
-    """`--json`: the results without per-request records, and the trace fit if there was one."""
+    """`--json`: the results without per-request records, the trace fit if there was one, and the
+    lines stderr also carries (a far calibration's warning, the trace fit's notes) where any."""
     payload = {name: {k: v for k, v in res.to_json().items() if k != "requests"}
                for name, res in run.results.items()}
     extra = {} if run.calibration is None else {"calibration": run.calibration.to_json()}
-    return {"experiment": run.experiment, "wall_s": run.wall_s, "results": payload, **extra}
+    said = {k: v for k, v in (("warnings", run.warnings), ("notes", run.notes)) if v}
+    return {"experiment": run.experiment, "wall_s": run.wall_s, "results": payload, **extra, **said}
 
 
 def print_run(console: StdConsole, run: SimulateRun, *, plot: Path | None = None,
