@@ -1,5 +1,6 @@
-"""Development, post hoc on SEEN campaigns (docs/uncertainty.md §28): the share - fresh timing deltas
-taken on each round's own machine level, as the campaigns from v14 on take levels.
+"""Development, post hoc on SEEN campaigns (docs/uncertainty.md §28, §31): the share - fresh timing
+deltas taken on each round's own machine level, as the campaigns from v14 on take levels (§28), or
+on the out-of-engine probe timed right before and after each policy's half of a round (§31).
 
 The registered score (campaign_v10.scored_deltas) takes a timing delta as the mean of the per-round
 percentage differences, trusting the within-round pairing to cancel the machine's drift. v18's one
@@ -52,12 +53,33 @@ def level_deltas(res: dict, metric: str) -> list[float] | None:
     return out
 
 
+def probe_deltas(res: dict, metric: str) -> list[float] | None:
+    """Per-round % deltas share vs fresh of `metric`, each policy's half of a round put on the
+    out-of-engine probe timed just before and just after it (mtpsim.probe: 5 pinned repeats each,
+    their CPU figure; the mean of the two), not on the in-engine level read during it."""
+    from mtpsim.probe import figure
+
+    rounds = {p: res[p].extra.rounds or [] for p in POLICIES}
+    if len(rounds["fresh"]) != len(rounds["share"]) or len(rounds["fresh"]) < 2:
+        return None
+    out = []
+    for f, s in zip(rounds["fresh"], rounds["share"], strict=True):
+        pf, ps = (figure([x for x in (r.get("probe") or {}).values() if isinstance(x, dict)], "cpu")
+                  for r in (f, s))
+        if not pf or not ps or metric not in f["metrics"] or metric not in s["metrics"]:
+            return None
+        sign = 1 if metric == "output_throughput" else -1
+        a, b = f["metrics"][metric] * pf ** sign, s["metrics"][metric] * ps ** sign
+        out.append(100 * (b / a - 1))
+    return out
+
+
 def rescored(campaign: str, paired_from: Path | None) -> dict:
     from mtpsim.result import load_result
     from mtpsim.uncertainty.scoring import Scored, report
 
     data = ROOT / "docs" / "data" / f"heldout-{campaign}"
-    raw, levelled = [], []
+    raw, levelled, probed = [], [], []
     for pred_path in sorted((data / "predictions").glob("*.json")):
         cfg = pred_path.stem
         if cfg == "manifest" or not all((data / cfg / "real" / f"{p}.json").is_file() for p in POLICIES):
@@ -69,19 +91,21 @@ def rescored(campaign: str, paired_from: Path | None) -> dict:
         res = {p: load_result(data / cfg / "real" / f"{p}.json") for p in POLICIES}
         before = scored_deltas(cfg, pred, res)
         raw += before
-        for v in before:
-            xs = level_deltas(res, v.metric) if v.metric in TIMINGS else None
-            if v.metric in TIMINGS and xs is None:
-                continue
-            if xs is None:
-                levelled.append(v)
-                continue
-            q = {float(k): x for k, x in pred["deltas"][v.metric].items()}
-            se = statistics.stdev(xs) / math.sqrt(len(xs))
-            levelled.append(Scored(cfg, v.what, v.metric, statistics.fmean(xs), q, se, 0.0, pred["inside"],
+        for way, kept in ((level_deltas, levelled), (probe_deltas, probed)):
+            for v in before:
+                xs = way(res, v.metric) if v.metric in TIMINGS else None
+                if v.metric in TIMINGS and xs is None:
+                    continue
+                if xs is None:
+                    kept.append(v)
+                    continue
+                q = {float(k): x for k, x in pred["deltas"][v.metric].items()}
+                se = statistics.stdev(xs) / math.sqrt(len(xs))
+                kept.append(Scored(cfg, v.what, v.metric, statistics.fmean(xs), q, se, 0.0, pred["inside"],
                                    delta=True))
     out = {}
-    for name, vs in (("registered (within rounds)", raw), ("on each round's level", levelled)):
+    for name, vs in (("registered (within rounds)", raw), ("on each round's level", levelled),
+                     ("on each half's out-of-engine probe", probed)):
         rep = report(vs)
         out[name] = {"deltas": len(vs), "testable": rep["deltas"]["n"],
                      "inside_90": rep["deltas"].get("coverage", {}).get("model", {}).get("90"),
