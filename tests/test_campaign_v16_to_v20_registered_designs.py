@@ -1,12 +1,13 @@
-"""The v16-v19 campaigns' registered designs (docs/uncertainty.md, "The v16 campaign" ... "The
-v19 campaign"): the previous campaign's procedure in the shared driver
+"""The v16-v20 campaigns' registered designs (docs/uncertainty.md, "The v16 campaign" ... "The
+v20 campaign"): the previous campaign's procedure in the shared driver
 (benchmarks/campaign_common.py), 12 configurations never run in any earlier campaign, inside and
 outside alternating, every round whole batches, the inside ones large (v16: >= 32 requests a
-policy, v17 and v18: >= 48, v19: >= 96), three Poisson streams among them; the previous campaign's four
-calibration kinds with new seeds; the declared penalty and request draw; nothing starts after the
-clock limits; the padded indexer keys reach the fit; v18's predictions paired (both policies of a
-draw on one seed) and v19's, the earlier ones unpaired. No test here reads the wall clock's date: the
-registered UTC limits bound the campaign's own run, and each test sets the clock it asks about."""
+policy, v17 and v18: >= 48, v19 and v20: >= 96), three Poisson streams among them; the previous
+campaign's four calibration kinds with new seeds; the declared penalty and request draw; nothing
+starts after the clock limits; the padded indexer keys reach the fit; the predictions of v18-v20
+paired (both policies of a draw on one seed), the earlier ones unpaired. No test here reads the
+wall clock's date: the registered UTC limits bound the campaign's own run, and each test sets the
+clock it asks about."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import campaign_v16 as v16  # noqa: E402
 import campaign_v17 as v17  # noqa: E402
 import campaign_v18 as v18  # noqa: E402
 import campaign_v19 as v19  # noqa: E402
+import campaign_v20 as v20  # noqa: E402
 from _campaign_power import power_rows  # noqa: E402
 
 from mtpsim.spec import load_experiment  # noqa: E402
@@ -69,6 +71,12 @@ DESIGNS = {
                             | set(range(261, 273)) | set(range(1701, 1713))
                             | set(range(281, 293)) | set(range(1801, 1813))), 96, (66, 73),
                   ("kappa_lk", "independent"), "heldout-v19-power", paired=True),
+    "v20": Design(v20.CAMPAIGN, v19.CAMPAIGN, 2001,
+                  frozenset(SEEDS_BEFORE_V16 | set(range(241, 253)) | set(range(1601, 1613))
+                            | set(range(261, 273)) | set(range(1701, 1713))
+                            | set(range(281, 293)) | set(range(1801, 1813))
+                            | set(range(301, 313)) | set(range(1901, 1913))), 96, (66, 73),
+                  ("kappa_lk", "independent"), "heldout-v20-power", paired=True),
 }
 EACH = pytest.mark.parametrize("d", list(DESIGNS.values()), ids=list(DESIGNS))
 
