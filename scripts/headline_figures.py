@@ -25,7 +25,7 @@ UPSTREAM = ROOT / "experiments" / "pr47352-upstream"
 REFERENCE = DATA / "reference-cpu"
 UNCERTAINTY = DATA / "pr47352-uncertainty" / "summary.json"
 LONG_CONTEXT = DATA / "long-context-v3" / "summary.json"
-COVERAGE = DATA / "heldout-v19" / "score.json"
+COVERAGE = DATA / "heldout-v20" / "score.json"
 PUBLIC = DATA / "public" / "scores" / "host-prior-test-after-main-e1b3cc7.json"  # the latest score
 
 
@@ -139,7 +139,7 @@ def long_context() -> list[Figure]:
 
 
 def coverage() -> list[Figure]:
-    """The pre-registered v19 campaign's score (its testable deltas, if any, counted with the levels):
+    """The pre-registered v20 campaign's score (its testable deltas, if any, counted with the levels):
     real values (timings at each run's own dense level, on the fit's unit) inside the model's own
     90 % intervals, then with each measurement's noise (the level figure's included) and the
     machine drift, and its verdict."""
@@ -147,9 +147,9 @@ def coverage() -> list[Figure]:
     allv = rep["all"]
     n = allv["n"]
     alone, noisy = allv["coverage"]["model"]["90"], allv["coverage"]["+ machine drift"]["90"]
-    src = f"{_rel(COVERAGE)} (python benchmarks/campaign_v19.py --out {_rel(COVERAGE.parent)} --phase score)"
+    src = f"{_rel(COVERAGE)} (python benchmarks/campaign_v20.py --out {_rel(COVERAGE.parent)} --phase score)"
     verdict = "passed" if rep["verdict"]["passed"] else "failed"
-    return [Figure("the model's intervals alone: real values inside the 90 % intervals (v19)",
+    return [Figure("the model's intervals alone: real values inside the 90 % intervals (v20)",
                    f"{round(alone * n)} of {n} ({100 * alone:.0f} %)", src),
             Figure(f"with each measurement's noise (the level's included) and the drift; "
                    f"the campaign {verdict}",
