@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import sys
 import time
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(1, str(ROOT))
 
+import shipped_campaign  # noqa: E402
 from campaign_v10 import DRAWS, POLICIES, QS, _al_se  # noqa: E402
 
 AL = "spec_decode_acceptance_length"
@@ -58,19 +58,12 @@ def predict_al(cal: Path, spec: Path, draw: str, draws: int) -> dict:
 
 
 def campaign(name: str, out: Path, draws: int) -> dict:
-    from mtpsim.result import load_result
     from mtpsim.uncertainty.scoring import Scored
 
-    data, exp = ROOT / "docs" / "data" / f"heldout-{name}", ROOT / "experiments" / "heldout" / name
-    cal = out / name / "calibration-bootstrap.json"
-    cal.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(data / "calibration-bootstrap.json", cal)
+    exp = ROOT / "experiments" / "heldout" / name
+    cal = shipped_campaign.copy_fit(name, out)
     values: dict[str, list] = {d: [] for d in DRAWS_MODES}
-    for pred_path in sorted((data / "predictions").glob("*.json")):
-        cfg = pred_path.stem
-        if cfg == "manifest" or not all((data / cfg / "real" / f"{p}.json").is_file() for p in POLICIES):
-            continue
-        res = {p: load_result(data / cfg / "real" / f"{p}.json") for p in POLICIES}
+    for cfg, _, res in shipped_campaign.scored_configs(name):
         for d in DRAWS_MODES:
             t = time.time()
             pred = predict_al(cal.resolve(), exp / f"{cfg}.toml", d, draws)

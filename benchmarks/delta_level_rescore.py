@@ -25,26 +25,34 @@ import json
 import math
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from campaign_v10 import METRICS, POLICIES, scored_deltas  # noqa: E402
+from shipped_campaign import round_probe, scored_configs  # noqa: E402
 
 TIMINGS = ("output_throughput", "median_tpot_ms")
 
 
-def level_deltas(res: dict, metric: str) -> list[float] | None:
-    """Per-round % deltas share vs fresh of `metric`, each round's figures on a common level."""
+def _level(round_: dict) -> float | None:
+    """The round's in-engine dense level (mtpsim.level, CPU figure)."""
     from mtpsim.level import figure
 
+    return figure(round_.get("level"), "cpu")
+
+
+def round_deltas(res: dict, metric: str, machine: Callable[[dict], float | None]) -> list[float] | None:
+    """Per-round % deltas share vs fresh of `metric`, each policy's half of a round put on its own
+    `machine` figure first (a duration divided by it, a rate multiplied)."""
     rounds = {p: res[p].extra.rounds or [] for p in POLICIES}
     if len(rounds["fresh"]) != len(rounds["share"]) or len(rounds["fresh"]) < 2:
         return None
     out = []
     for f, s in zip(rounds["fresh"], rounds["share"], strict=True):
-        lf, ls = figure(f.get("level"), "cpu"), figure(s.get("level"), "cpu")
+        lf, ls = machine(f), machine(s)
         if not lf or not ls or metric not in f["metrics"] or metric not in s["metrics"]:
             return None
         sign = 1 if metric == "output_throughput" else -1  # a rate scales up with a faster machine
@@ -53,47 +61,19 @@ def level_deltas(res: dict, metric: str) -> list[float] | None:
     return out
 
 
-def probe_deltas(res: dict, metric: str) -> list[float] | None:
-    """Per-round % deltas share vs fresh of `metric`, each policy's half of a round put on the
-    out-of-engine probe timed just before and just after it (mtpsim.probe: 5 pinned repeats each,
-    their CPU figure; the mean of the two), not on the in-engine level read during it."""
-    from mtpsim.probe import figure
-
-    rounds = {p: res[p].extra.rounds or [] for p in POLICIES}
-    if len(rounds["fresh"]) != len(rounds["share"]) or len(rounds["fresh"]) < 2:
-        return None
-    out = []
-    for f, s in zip(rounds["fresh"], rounds["share"], strict=True):
-        pf, ps = (figure([x for x in (r.get("probe") or {}).values() if isinstance(x, dict)], "cpu")
-                  for r in (f, s))
-        if not pf or not ps or metric not in f["metrics"] or metric not in s["metrics"]:
-            return None
-        sign = 1 if metric == "output_throughput" else -1
-        a, b = f["metrics"][metric] * pf ** sign, s["metrics"][metric] * ps ** sign
-        out.append(100 * (b / a - 1))
-    return out
-
-
 def rescored(campaign: str, paired_from: Path | None) -> dict:
-    from mtpsim.result import load_result
     from mtpsim.uncertainty.scoring import Scored, report
 
-    data = ROOT / "docs" / "data" / f"heldout-{campaign}"
     raw, levelled, probed = [], [], []
-    for pred_path in sorted((data / "predictions").glob("*.json")):
-        cfg = pred_path.stem
-        if cfg == "manifest" or not all((data / cfg / "real" / f"{p}.json").is_file() for p in POLICIES):
-            continue
-        pred = json.loads(pred_path.read_text())
+    for cfg, pred, res in scored_configs(campaign):
         if paired_from is not None:
             cache = paired_from / campaign / "predictions" / f"{cfg}.json"
             pred = {**pred, "deltas": json.loads(cache.read_text())["deltas"]}
-        res = {p: load_result(data / cfg / "real" / f"{p}.json") for p in POLICIES}
         before = scored_deltas(cfg, pred, res)
         raw += before
-        for way, kept in ((level_deltas, levelled), (probe_deltas, probed)):
+        for machine, kept in ((_level, levelled), (round_probe, probed)):
             for v in before:
-                xs = way(res, v.metric) if v.metric in TIMINGS else None
+                xs = round_deltas(res, v.metric, machine) if v.metric in TIMINGS else None
                 if v.metric in TIMINGS and xs is None:
                     continue
                 if xs is None:

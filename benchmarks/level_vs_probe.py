@@ -23,14 +23,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(1, str(ROOT))
+
+from shipped_campaign import round_probe  # noqa: E402
+
 POLICIES = ("fresh", "share")
-
-
-def _probe(round_: dict) -> float | None:
-    from mtpsim.probe import figure
-
-    return figure([x for x in (round_.get("probe") or {}).values() if isinstance(x, dict)], "cpu")
 
 
 def runs(campaign: str) -> list[dict]:
@@ -45,7 +43,7 @@ def runs(campaign: str) -> list[dict]:
             if not (real / f"{p}.json").is_file():
                 continue
             extra = json.loads((real / f"{p}.json").read_text())["extra"]
-            probes = [x for x in map(_probe, extra.get("rounds") or []) if x]
+            probes = [x for x in map(round_probe, extra.get("rounds") or []) if x]
             level = figure(extra.get("level"), "cpu")
             if level and probes:
                 out.append({"campaign": campaign, "config": cfg, "policy": p,
@@ -59,7 +57,7 @@ def per_round(campaign: str, cfg: str) -> list[dict]:
 
     real = ROOT / "docs" / "data" / f"heldout-{campaign}" / cfg / "real"
     rounds = {p: json.loads((real / f"{p}.json").read_text())["extra"]["rounds"] for p in POLICIES}
-    return [{"round": i, "probe_fresh_over_share": _probe(f) / _probe(s),
+    return [{"round": i, "probe_fresh_over_share": round_probe(f) / round_probe(s),
              "level_fresh_over_share": figure(f["level"], "cpu") / figure(s["level"], "cpu"),
              "tpot_fresh_over_share": f["metrics"]["median_tpot_ms"] / s["metrics"]["median_tpot_ms"]}
             for i, (f, s) in enumerate(zip(rounds["fresh"], rounds["share"], strict=True))]

@@ -20,8 +20,6 @@ could declare, not how well it would do.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import statistics
 import sys
 import time
@@ -32,7 +30,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(1, str(ROOT))
 
 import campaign_v11 as v11  # noqa: E402  (its predict, paired)
-from campaign_v10 import DRAWS, METRICS, POLICIES, scored_deltas  # noqa: E402
+import shipped_campaign  # noqa: E402
+from campaign_v10 import DRAWS, METRICS, scored_deltas  # noqa: E402
 
 
 def summary(values: list) -> dict:
@@ -51,19 +50,10 @@ def summary(values: list) -> dict:
 
 
 def campaign(name: str, out: Path, draws: int) -> dict:
-    from mtpsim.result import load_result
-
-    data, exp = ROOT / "docs" / "data" / f"heldout-{name}", ROOT / "experiments" / "heldout" / name
-    cal = out / name / "calibration-bootstrap.json"
-    cal.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(data / "calibration-bootstrap.json", cal)
+    exp = ROOT / "experiments" / "heldout" / name
+    shipped_campaign.copy_fit(name, out)
     unpaired, paired = [], []
-    for pred_path in sorted((data / "predictions").glob("*.json")):
-        cfg = pred_path.stem
-        if cfg == "manifest" or not all((data / cfg / "real" / f"{p}.json").is_file() for p in POLICIES):
-            continue
-        res = {p: load_result(data / cfg / "real" / f"{p}.json") for p in POLICIES}
-        shipped = json.loads(pred_path.read_text())
+    for cfg, shipped, res in shipped_campaign.scored_configs(name):
         t = time.time()
         v11.DRAWS = draws
         new = v11.predict(out / name, cfg, exp, paired=True)  # kept in OUT/NAME/predictions/CFG.json
