@@ -26,8 +26,7 @@ def test_every_preset_prior_parses_for_its_parameter():
 def test_an_experiment_on_the_preset_draws_them_and_the_exponents_only_where_they_act():
     preset = read_toml(PRESET, "preset")["uncertainty"]["priors"]
     exponents = {"critical_step_exponent", "critical_lk_exponent"}
-    exp = load_experiment(PR)
-    assert exp.acceptance.penalty == "kappa_lk"  # the default form: both exponents act
+    exp = load_experiment(PR, ["acceptance.penalty=kappa_lk"])  # both exponents act
     drawn = drawn_priors(exp)
     for name in preset:
         assert drawn[name] == parse_prior(preset[name], PARAMS[name]), name
@@ -40,6 +39,9 @@ def test_an_experiment_on_the_preset_draws_them_and_the_exponents_only_where_the
     assert not exponents & set(one_kappa)  # they would not act: not drawn
     per_step = drawn_priors(load_experiment(PR, ["acceptance.penalty=kappa_step"]))
     assert "critical_step_exponent" in per_step and "critical_lk_exponent" not in per_step
+    # the spec's default form since v20's penalty comparison (docs/uncertainty.md §33)
+    assert load_experiment(PR).acceptance.penalty == "kappa_step"
+    assert set(drawn_priors(load_experiment(PR))) == set(per_step)
 
 
 def test_the_experiment_file_and_set_win_over_the_preset_key_by_key():

@@ -3,7 +3,8 @@ reused selection keeps, a_i' = a_i * keep, where o is the overlap at draft step 
 
 Each form is a class (as each policy is): its parameters, its kappa at a draft step, its fit
 and its JSON in a calibration file (`acceptance.<field>`). `acceptance.penalty` in the spec
-names one (`FORMS`); `kappa_lk` is the default.
+names one (`FORMS`); `kappa_step` is the default (v20's registered penalty comparison;
+docs/uncertainty.md §33), `kappa_lk` was until then.
 - `NoPenalty` (`none`): zero penalty, keep = 1 whatever the overlap (kappa -> infinity, and 1
   even at overlap 0): a reused selection keeps every draft's conditional acceptance, so a reuse
   policy's acceptance is fresh's. No parameters, nothing to fit, nothing stored in a
@@ -313,7 +314,7 @@ def _every_step(fitted: dict[int, float], k: int, first: float) -> list[float]:
 FORMS: dict[str, type[Penalty]] = {f.name: f for f in (Kappa, KappaStep, KappaLk, NoPenalty)}
 PENALTIES = tuple(FORMS)
 PENALISING = tuple(n for n, f in FORMS.items() if f is not NoPenalty)  # forms with a penalty
-DEFAULT_PENALTY = KappaLk.name  # the spec's default (acceptance.penalty)
+DEFAULT_PENALTY = KappaStep.name  # the spec's default (acceptance.penalty)
 
 
 def parametric(name: str, kappa: float, step_exponent: float = 0.0,
