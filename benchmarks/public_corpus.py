@@ -93,6 +93,11 @@ MLA_MARK = "model-family:mla"
 # rows measured with SGLang's bench_serving.py, whose requests ask for temperature 0.0 (greedy;
 # assumed from its request payloads, not read in the copy the source used)
 GREEDY_CLIENT_MARK = "sglang-bench-serving"
+# rows measured with TensorRT-LLM's trtllm-bench: an in-process client whose SamplingParams leave
+# top_k and top_p unset (the C++ runtime's 0 and 0), which TensorRT-LLM runs as greedy decoding
+TRTLLM_BENCH_MARK = "trtllm-bench"
+# rows whose run stored its KV cache in FP8 (the source says so): engine.kv_cache_dtype = "fp8"
+FP8_KV_MARK = "kv-cache:fp8"
 
 
 def load() -> tuple[list[dict], dict[str, str]]:
@@ -116,6 +121,10 @@ def experiment_text(row: dict) -> str:
     flags = row["flags"]
     if "--max-num-batched-tokens" in flags:
         mbt = int(flags.split("--max-num-batched-tokens")[1].split()[0])
+    if "--max_num_tokens" in flags:  # TensorRT-LLM's step token budget and batch size
+        mbt = int(flags.split("--max_num_tokens")[1].split()[0])
+    if "--max_batch_size" in flags:
+        seqs = int(flags.split("--max_batch_size")[1].split()[0])
     max_len = int(flags.split("--max-model-len")[1].split()[0]) if "--max-model-len" in flags else 0
     if "pr47352" in row["id"]:  # the PR's server flags (experiments/pr47352.toml)
         seqs, mbt, cudagraph = 64, 8192, "full_decode_only"
@@ -150,6 +159,8 @@ def experiment_text(row: dict) -> str:
           else []),
         *(["api_server_count = 1  # vLLM's default before PR #32525"]
           if row["dp"] > 1 and row["engine_version"] in ONE_API_SERVER_VERSIONS else []),
+        *(['kv_cache_dtype = "fp8"  # the source\'s run kept its KV cache in FP8']
+          if FP8_KV_MARK in row["marks"] else []),
         f"max_num_seqs = {seqs}",
         *([f"max_model_len = {max_len}"] if max_len else []),
         f"max_num_batched_tokens = {mbt}", f'cudagraph_mode = "{cudagraph}"',
@@ -174,8 +185,10 @@ def experiment_text(row: dict) -> str:
     lines.append("request_rate = inf" if math.isinf(rate) else f"request_rate = {rate}")
     # vllm bench serve sends no temperature unless told: the server's default, from the model's
     # generation config, samples (assumed > 0); the PR set 1.0
-    greedy = GREEDY_CLIENT_MARK in row["marks"]
-    lines.append("temperature = 0.0  # SGLang's bench_serving.py asks for greedy sampling" if greedy
+    greedy = GREEDY_CLIENT_MARK in row["marks"] or TRTLLM_BENCH_MARK in row["marks"]
+    lines.append("temperature = 0.0  # SGLang's bench_serving.py asks for greedy sampling"
+                 if GREEDY_CLIENT_MARK in row["marks"]
+                 else "temperature = 0.0  # trtllm-bench's default SamplingParams decode greedily" if greedy
                  else f"temperature = {R1_TEMPERATURE}  # DeepSeek-R1-0528's generation config" if mla
                  else "temperature = 1.0")
     if "pr47352" not in row["id"] and not greedy:  # the PR's rows keep pr47352.toml's sampling

@@ -60,3 +60,20 @@ def test_deepseek_r1_rows_use_the_dense_mla_family_and_are_scored_apart():
     results = [{"id": r["id"], "figures": {"median_ttft_ms": fig}} for r in (mla[0], v32)]
     cells = pc.aggregate(results, {r["id"]: r for r in ROWS}, SPLIT)
     assert sorted(c["model"] for c in cells) == ["v3-r1", "v3.2"]
+
+
+def test_source_settings_reach_the_experiment_by_fixed_rules():
+    """An FP8 KV cache the source names, TensorRT-LLM's token budget and batch size, and
+    trtllm-bench's greedy default sampling are written into the experiment; rows without them
+    keep vLLM's defaults."""
+    rows = {r["id"]: r for r in ROWS}
+    trt = load_experiment(pc.EXPERIMENTS / "trtllm-blog15-b200-adp8-ep8-mtp1-isl8k-c256.toml")
+    assert trt.engine.kv_cache_dtype == "fp8" and trt.workload.temperature == 0.0
+    assert trt.engine.max_num_batched_tokens == 8576 and trt.engine.max_num_seqs == 256
+    assert (trt.engine.tp, trt.engine.dp, trt.engine.ep) == (1, 8, True)
+    plain = dict(rows["gpustack-h200-vllm-tp8-sharegpt"])
+    text = pc.experiment_text(plain)
+    assert "kv_cache_dtype" not in text and "temperature = 1.0" in text
+    marked = {**plain, "marks": [*plain["marks"], pc.FP8_KV_MARK, pc.TRTLLM_BENCH_MARK]}
+    exp = pc.experiment_text(marked)
+    assert 'kv_cache_dtype = "fp8"' in exp and "temperature = 0.0" in exp
