@@ -22,7 +22,11 @@ def setup_title(exp: Experiment, how: str, own_model: str | None = None) -> str:
         where = own_model
     else:
         model = (exp.model.name or exp.model.preset or "model").split("/")[-1]
-        where = f"{model} on {exp.engine.tp} x {exp.hardware.name or exp.hardware.preset}"
+        e = exp.engine
+        where = f"{model} on {e.dp * e.tp * e.pp} x {exp.hardware.name or exp.hardware.preset}"
+        if e.dp > 1 or e.pp > 1:  # the layout, where TP alone does not say it
+            where += (f" ({'DP' + str(e.dp) + ' x ' if e.dp > 1 else ''}TP{e.tp}"
+                      f"{' x PP' + str(e.pp) if e.pp > 1 else ''}{', EP' if e.ep else ''})")
     rate = "" if math.isinf(w.request_rate) else f" · rate {w.request_rate:g}/s"
     name = Path(exp.source).stem if exp.source and exp.source != "<memory>" else ""
     # a dense family's top-k is DENSE_TOPK, larger than any context: name it for what it is
