@@ -66,8 +66,13 @@ def test_source_settings_reach_the_experiment_by_fixed_rules():
     """An FP8 KV cache the source names, TensorRT-LLM's token budget and batch size, and
     trtllm-bench's greedy default sampling are written into the experiment; rows without them
     keep vLLM's defaults."""
+    import tomllib
+
+    from mtpsim.spec import experiment_from_dict
+
     rows = {r["id"]: r for r in ROWS}
-    trt = load_experiment(pc.EXPERIMENTS / "trtllm-blog15-b200-adp8-ep8-mtp1-isl8k-c256.toml")
+    text = pc.experiment_text(rows["trtllm-blog15-b200-adp8-ep8-mtp1-isl8k-c256"])
+    trt = experiment_from_dict(tomllib.loads(text))
     assert trt.engine.kv_cache_dtype == "fp8" and trt.workload.temperature == 0.0
     assert trt.engine.max_num_batched_tokens == 8576 and trt.engine.max_num_seqs == 256
     assert (trt.engine.tp, trt.engine.dp, trt.engine.ep) == (1, 8, True)
