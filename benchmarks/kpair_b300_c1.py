@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     ratio = MEASURED["k1_tok_s"] / MEASURED["k0_tok_s"]
     print(f"measured: k = 0 {MEASURED['k0_tok_s']:g} tok/s, k = 1 {MEASURED['k1_tok_s']:g} tok/s, "
           f"ratio {ratio:.3f} (+{100 * (ratio - 1):.1f} %)")
-    print("| weights | prompt | temperature | k = 0 tok/s | k = 1 tok/s | k = 1 vs k = 0 (advise) | measured inside |")
+    print("| weights | prompt | temperature | k = 0 tok/s | k = 1 tok/s | k = 1 vs k = 0 (advise) "
+          "| measured inside |")
     print("| --- | ---: | ---: | --- | --- | --- | --- |")
     for c in cells:
         def iv(d: dict, pct: bool = False) -> str:
@@ -84,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{' / '.join('yes' if x else 'no' for x in inside)} |")
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
-        a.json.write_text(json.dumps({"measured": MEASURED, "draws": a.draws, "cells": cells}, indent=1) + "\n")
+        out = {"measured": MEASURED, "draws": a.draws, "cells": cells}
+        a.json.write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
 
