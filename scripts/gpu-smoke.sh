@@ -4,26 +4,33 @@
 #   OUT=/path/to/results bash scripts/gpu-smoke.sh
 #
 # 1. machine facts          -> $OUT/facts.txt
-# 2. a venv                 (uv where available, else python3 -m venv)
+# 2. a venv                 (uv where available, else python3 -m venv; on a node that cannot
+#                              reach the package index, python3 -m venv --system-site-packages,
+#                              so the image's torch is used and nothing is installed)
 # 3. vllm==0.33.0, cuda-toolkit[nvcc,cccl]==13.0.3 (nvcc for DeepGEMM's JIT) and this project
 # 4. a toolchain probe      -> $OUT/toolchain.json: torch sees CUDA, nvcc builds an sm_90a
 #                              cubin, DeepGEMM imports
 # 5. mtpsim doctor --smoke --json          -> $OUT/doctor.out
-# 6. the smoke, share then fresh           -> $OUT/smoke-share/, $OUT/smoke-fresh/
-# 7. the reference engine on CUDA: lossless check and per-phase timings at 8K/32K/64K, top-k
-#    2048, both policies                   -> $OUT/reference/reference.json
+# 6. the reference engine on CUDA at the first (smallest) context: lossless check and per-phase
+#    timings, top-k 2048, both policies    -> $OUT/reference-<context>/reference.json
+# 7. the smoke, share then fresh           -> $OUT/smoke-share/, $OUT/smoke-fresh/
+#                                             (skipped at once, with why, without vLLM)
+# 8. the reference engine at each further context (default 32K, 64K), each only when the time
+#    it should take (the previous context's wall time x the length ratio^1.5) fits what is left
 #
 # Every part runs under `timeout`, bounded by what is left of GPU_SMOKE_BUDGET_S (540 s: the
 # run ends inside 9 minutes); each writes $OUT/<part>.out and .err as it goes, and
 # $OUT/gpu-smoke.log says what started, ended, timed out or was skipped and why, so a run cut
-# short still leaves its files. Exit 0 only if every part passed.
+# short still leaves its files. Exit 0 only if every part passed. (The first lent H200, 4
+# December 2026, had no network: docs/real-mode.md, "The first GPU run", is why the reference
+# engine now runs before the vLLM parts and its contexts are sized to the budget.)
 #
 # Environment: OUT (required); GPU_SMOKE_BUDGET_S; GPU_SMOKE_VENV (default
 # ${TMPDIR:-/tmp}/mtpsim-gpu-smoke-venv; an existing one is reused); GPU_SMOKE_PYTHON (the
-# Python for the venv without uv, default python3); GPU_SMOKE_INSTALL=0 (use an existing
-# GPU_SMOKE_VENV as it is, e.g. on a node that cannot reach PyPI); GPU_SMOKE_CONTEXTS
-# (reference contexts, default "8192 32768 65536"). Nothing here is evaluated as shell code: values are passed as
-# single arguments.
+# Python for the venv without uv, default python3); GPU_SMOKE_INSTALL (1: install; 0: use the
+# venv as it is; unset: install only if GPU_SMOKE_INDEX_URL, default https://pypi.org/simple/,
+# answers within a few seconds); GPU_SMOKE_CONTEXTS (reference contexts, default "8192 32768
+# 65536"). Nothing here is evaluated as shell code: values are passed as single arguments.
 set -u -o pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,6 +39,7 @@ BUDGET_S=${GPU_SMOKE_BUDGET_S:-540}
 RESERVE_S=15  # the package list and the summary
 VENV=${GPU_SMOKE_VENV:-${TMPDIR:-/tmp}/mtpsim-gpu-smoke-venv}
 BASE_PYTHON=${GPU_SMOKE_PYTHON:-python3}
+INDEX_URL=${GPU_SMOKE_INDEX_URL:-https://pypi.org/simple/}
 read -r -a CONTEXTS <<< "${GPU_SMOKE_CONTEXTS:-8192 32768 65536}"
 VPY="$VENV/bin/python"
 START=$(date +%s)
@@ -152,9 +160,23 @@ log "facts written: facts.txt"
 note facts "OK"
 
 # 2. venv, 3. install
+INSTALL=${GPU_SMOKE_INSTALL:-auto}
+if [[ "$INSTALL" == auto ]]; then
+    # the index URL goes in as an argument, never into the code
+    if timeout 10 "$BASE_PYTHON" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=6)' \
+            "$INDEX_URL" > /dev/null 2>&1; then
+        INSTALL=1
+    else
+        INSTALL=offline
+        log "no answer from $INDEX_URL: an offline node, nothing will be installed"
+    fi
+fi
 if [[ -x "$VPY" ]]; then
     log "venv $VENV exists: reused"
     note venv "OK (reused)"
+elif [[ "$INSTALL" == offline ]]; then
+    # the image's own packages (its torch) seen from the venv; this checkout is put on PYTHONPATH
+    part venv 120 10 5 -- "$BASE_PYTHON" -m venv --system-site-packages "$VENV"
 elif command -v uv > /dev/null; then
     # uv may have no Python 3.12 to offer offline: then the node's own Python makes the venv.
     part venv 120 10 5 -- uv venv --python 3.12 "$VENV" \
@@ -166,8 +188,13 @@ PACKAGES=("vllm==0.33.0" "cuda-toolkit[nvcc,cccl]==13.0.3" -e "$REPO")
 if [[ ! -x "$VPY" ]]; then
     skip install "no venv Python at $VPY"
     FAILED=1
-elif [[ "${GPU_SMOKE_INSTALL:-1}" == 0 ]]; then
-    skip install "GPU_SMOKE_INSTALL=0: the venv is used as it is"
+elif [[ "$INSTALL" == 0 || "$INSTALL" == offline ]]; then
+    if [[ "$INSTALL" == 0 ]]; then
+        skip install "GPU_SMOKE_INSTALL=0: the venv is used as it is"
+    else
+        skip install "offline: no answer from $INDEX_URL; the venv is used as it is"
+    fi
+    export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"  # this checkout's mtpsim, not installed
 elif command -v uv > /dev/null; then
     part install 330 60 5 -- uv pip install --python "$VPY" "${PACKAGES[@]}"
 else
@@ -201,10 +228,45 @@ else
     skip doctor "no venv Python"
 fi
 
-# 6. the smoke: share first (the policy under test), then fresh
+# 6. the reference engine on CUDA at the first context, 8. at the others as the budget allows
+REF_PREV_CTX=0
+REF_PREV_S=0
+reference_at() {
+    local ctx=$1 need=30 t0 rc
+    if (( CUDA_OK == 0 )); then
+        skip "reference-$ctx" "torch sees no CUDA device (toolchain probe)"
+        FAILED=1
+        return
+    fi
+    if (( REF_PREV_CTX > 0 )); then  # what this context should take, from the last one run
+        need=$("$BASE_PYTHON" -c 'import sys; s, a, b = map(float, sys.argv[1:]); print(int(s * (b / a) ** 1.5) + 1)' \
+            "$REF_PREV_S" "$REF_PREV_CTX" "$ctx")
+    fi
+    t0=$(date +%s)
+    part "reference-$ctx" 600 "$need" 10 -- "$VPY" -m mtpsim.vllm_runner.smoke_reference --device cuda \
+        --contexts "$ctx" --topk 2048 --out "$OUT/reference-$ctx"
+    rc=$?
+    if (( rc == 0 )); then
+        REF_PREV_CTX=$ctx
+        REF_PREV_S=$(( $(date +%s) - t0 ))
+    fi
+}
+reference_at "${CONTEXTS[0]}"
+
+# 7. the smoke: share first (the policy under test), then fresh
+HAS_VLLM=0
+if [[ -x "$VPY" ]] && "$VPY" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("vllm") is None)' \
+        > /dev/null 2>&1; then
+    HAS_VLLM=1
+fi
 for policy in share fresh; do
     if (( CUDA_OK == 0 )); then
         skip "smoke-$policy" "torch sees no CUDA device (toolchain probe), so vLLM cannot serve"
+        FAILED=1
+        continue
+    fi
+    if (( HAS_VLLM == 0 )); then
+        skip "smoke-$policy" "vLLM is not installed in $VENV (install it first on an offline node)"
         FAILED=1
         continue
     fi
@@ -212,14 +274,9 @@ for policy in share fresh; do
         --engine vllm --smoke --set "policies=[\"$policy\"]" --out "$OUT/smoke-$policy"
 done
 
-# 7. the reference engine on CUDA
-if (( CUDA_OK == 0 )); then
-    skip reference "torch sees no CUDA device (toolchain probe)"
-    FAILED=1
-else
-    part reference 600 30 10 -- "$VPY" -m mtpsim.vllm_runner.smoke_reference --device cuda \
-        --contexts "${CONTEXTS[@]}" --topk 2048 --out "$OUT/reference"
-fi
+for ctx in "${CONTEXTS[@]:1}"; do
+    reference_at "$ctx"
+done
 
 if [[ -x "$VPY" ]] && command -v uv > /dev/null; then
     timeout 10 uv pip freeze --python "$VPY" > "$OUT/packages.txt" 2>&1

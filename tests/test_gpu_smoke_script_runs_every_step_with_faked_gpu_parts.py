@@ -1,8 +1,11 @@
 """scripts/gpu-smoke.sh run here with the GPU parts faked by commands on PATH (uv, nvidia-smi,
 the venv's Python, nvcc): every step is logged under $OUT in order with the exact packages and
 arguments, CUDA_HOME points at the venv's nvcc, the real `mtpsim doctor --smoke --json` writes
-its JSON; a part that runs long is cut at the budget and the rest are skipped with a reason, so
-the whole run ends inside its budget; without CUDA the GPU parts are skipped cleanly."""
+its JSON; the reference engine runs at its first context before the vLLM parts and at the others
+only when their expected time fits; a part that runs long is cut at the budget and the rest are
+skipped with a reason, so the whole run ends inside its budget; without CUDA the GPU parts are
+skipped cleanly; a node that cannot reach the package index installs nothing and skips the vLLM
+parts at once (the first lent H200 had no network)."""
 
 from __future__ import annotations
 
@@ -52,6 +55,10 @@ echo "NVIDIA H200, 580.65.06, 143771 MiB, 9.0"
 
 # The venv's Python: the probe and the GPU runs are faked; doctor runs for real.
 FAKE_PYTHON = """#!/bin/bash
+if [ "$1" = -c ]; then  # the script's one probe through the venv: is vLLM installed?
+    echo "venv-python -c (vllm probe)" >> "$FAKE_LOG"
+    [ "${FAKE_VLLM:-1}" = 1 ]; exit $?
+fi
 echo "python CUDA_HOME=${CUDA_HOME:-} $*" >> "$FAKE_LOG"
 if [ "$(basename "$1")" = toolchain-probe.py ]; then
     echo '{"cuda_available": true}' > "$2/toolchain.json"
@@ -68,6 +75,21 @@ echo '{"ok": true}' > "$out/result.json"
 """
 
 
+# The node's own Python for the offline venv: `-m venv --system-site-packages DIR` makes DIR with
+# the faked venv Python; anything else (the index probe, the reference estimate) is the real one.
+FAKE_BASE_PYTHON = """#!/bin/bash
+if [ "$1 $2" = "-m venv" ]; then
+    echo "base-python $*" >> "$FAKE_LOG"
+    dir="${@: -1}"
+    mkdir -p "$dir/bin"
+    cp "$FAKE_PYTHON_SRC" "$dir/bin/python"
+    chmod +x "$dir/bin/python"
+    exit 0
+fi
+exec "$REAL_PYTHON" "$@"
+"""
+
+
 def _fakes(tmp: Path) -> dict[str, str]:
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
@@ -75,6 +97,8 @@ def _fakes(tmp: Path) -> dict[str, str]:
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     (tmp / "python.src").write_text(FAKE_PYTHON)
+    (bin_dir / "base-python").write_text(FAKE_BASE_PYTHON)
+    (bin_dir / "base-python").chmod(0o755)
     (tmp / "nvcc.src").write_text(FAKE_NVCC)
     path = [str(bin_dir)] + [d for d in os.environ["PATH"].split(os.pathsep)
                              if not (Path(d) / "nvcc").exists()]  # no real nvcc: only the venv's
@@ -82,7 +106,8 @@ def _fakes(tmp: Path) -> dict[str, str]:
             "GPU_SMOKE_VENV": str(tmp / "venv"), "FAKE_LOG": str(tmp / "calls.log"),
             "FAKE_PYTHON_SRC": str(tmp / "python.src"), "FAKE_NVCC_SRC": str(tmp / "nvcc.src"),
             "REAL_PYTHON": sys.executable, "PYTHONPATH": str(ROOT), "CUDA_HOME": "",
-            "GPU_SMOKE_CONTEXTS": "8192 32768"}
+            "GPU_SMOKE_CONTEXTS": "8192 32768", "GPU_SMOKE_PYTHON": str(bin_dir / "base-python"),
+            "GPU_SMOKE_INDEX_URL": "http://127.0.0.1:9/simple/"}  # refused: never the network
 
 
 def _run(env: dict[str, str], **extra: str) -> tuple[subprocess.CompletedProcess, float]:
@@ -99,14 +124,14 @@ def _summary(out: Path) -> dict[str, str]:
 
 def test_every_step_runs_in_order_and_is_logged_under_out(tmp_path):
     env = _fakes(tmp_path)
-    res, _ = _run(env, GPU_SMOKE_BUDGET_S="200")
+    res, _ = _run(env, GPU_SMOKE_BUDGET_S="200", GPU_SMOKE_INSTALL="1")
     out = tmp_path / "out"
     summary = _summary(out)
-    assert list(summary) == ["facts", "venv", "install", "toolchain", "doctor", "smoke-share",
-                             "smoke-fresh", "reference"], summary
+    assert list(summary) == ["facts", "venv", "install", "toolchain", "doctor", "reference-8192",
+                             "smoke-share", "smoke-fresh", "reference-32768"], summary
     assert summary["doctor"] == "FAIL (exit 1)"  # the real doctor on this GPU-less machine
-    assert all(summary[p] == "OK" for p in ("facts", "venv", "install", "toolchain",
-                                            "smoke-share", "smoke-fresh", "reference"))
+    assert all(summary[p] == "OK" for p in ("facts", "venv", "install", "toolchain", "smoke-share",
+                                            "smoke-fresh", "reference-8192", "reference-32768"))
     assert res.returncode == 1, res.stdout + res.stderr
     assert "NVIDIA H200, 580.65.06" in (out / "facts.txt").read_text()
     doctor = json.loads((out / "doctor.out").read_text())
@@ -122,11 +147,12 @@ def test_every_step_runs_in_order_and_is_logged_under_out(tmp_path):
     smoke = [c for c in runs if "run-real" in c]
     assert [c.split("policies=")[1].split()[0] for c in smoke] == ['["share"]', '["fresh"]']
     assert all("experiments/smoke-h200.toml --engine vllm --smoke" in c for c in smoke)
-    ref = next(c for c in runs if "smoke_reference" in c)
-    assert "--device cuda --contexts 8192 32768 --topk 2048" in ref
+    refs = [c for c in runs if "smoke_reference" in c]
+    assert ["--device cuda --contexts 8192 --topk 2048" in refs[0],
+            "--device cuda --contexts 32768 --topk 2048" in refs[1]] == [True, True]
     assert (out / "smoke-share" / "result.json").is_file()
     assert "nvcc_sm90a_cubin" in (out / "toolchain-probe.py").read_text()
-    assert (out / "reference" / "result.json").is_file()
+    assert (out / "reference-8192" / "result.json").is_file()
     log = (out / "gpu-smoke.log").read_text()
     for step in summary:
         if step != "facts":
@@ -142,11 +168,12 @@ def test_a_long_part_is_cut_at_the_budget_and_the_rest_skipped_with_a_reason(tmp
     for policy in ("share", "fresh"):  # each needs 90 s plus its 50 s stop grace
         assert summary[f"smoke-{policy}"].startswith("SKIP (") and \
             "s left of the 75s budget, it needs 90s plus a 50s stop grace" in summary[f"smoke-{policy}"]
-    assert summary["reference"].startswith("TIMEOUT after")
-    assert (out / "reference" / "started.txt").is_file()  # a cut part keeps what it wrote
+    assert summary["reference-8192"].startswith("TIMEOUT after")  # the first context runs first
+    assert (out / "reference-8192" / "started.txt").is_file()  # a cut part keeps what it wrote
+    assert summary["reference-32768"].startswith("SKIP (")
     assert res.returncode == 1
     log = (out / "gpu-smoke.log").read_text()
-    assert "TIMEOUT reference" in log and "SKIP smoke-fresh" in log and "done in" in log
+    assert "TIMEOUT reference-8192" in log and "SKIP smoke-fresh" in log and "done in" in log
 
 
 def test_without_cuda_the_gpu_parts_are_skipped_cleanly(tmp_path):
@@ -156,7 +183,37 @@ def test_without_cuda_the_gpu_parts_are_skipped_cleanly(tmp_path):
     assert summary["install"] == "SKIP (GPU_SMOKE_INSTALL=0: the venv is used as it is)"
     assert "uv pip install" not in (tmp_path / "calls.log").read_text()
     assert summary["toolchain"] == "FAIL (exit 1)"
-    for part in ("smoke-share", "smoke-fresh", "reference"):
+    for part in ("smoke-share", "smoke-fresh", "reference-8192", "reference-32768"):
         assert summary[part].startswith("SKIP (torch sees no CUDA device"), summary
     assert "Traceback" not in res.stdout and res.returncode == 1
     assert not (tmp_path / "out" / "smoke-share").exists()
+
+
+def test_an_offline_node_installs_nothing_and_skips_the_vllm_parts_at_once(tmp_path):
+    """No answer from the package index (a refused 127.0.0.1 port here): the venv is made from
+    the node's Python with its site packages, nothing is installed, this checkout goes on
+    PYTHONPATH, the reference engine still runs, and the vLLM parts are skipped with why."""
+    env = _fakes(tmp_path)
+    res, wall = _run(env, GPU_SMOKE_BUDGET_S="200", FAKE_VLLM="0")
+    out = tmp_path / "out"
+    summary = _summary(out)
+    calls = (tmp_path / "calls.log").read_text()
+    assert "uv venv" not in calls and "uv pip install" not in calls
+    assert f"base-python -m venv --system-site-packages {tmp_path / 'venv'}" in calls
+    assert summary["install"].startswith("SKIP (offline: no answer from http://127.0.0.1:9/simple/")
+    for policy in ("share", "fresh"):
+        assert summary[f"smoke-{policy}"].startswith("SKIP (vLLM is not installed in "), summary
+    assert summary["reference-8192"] == "OK" and summary["reference-32768"] == "OK"
+    assert "run-real" not in calls and res.returncode == 1 and wall < 60
+
+
+def test_a_further_context_is_skipped_when_its_expected_time_does_not_fit(tmp_path):
+    """The 8K reference run takes ~6 s here; 64K is 8x longer, so expected at 6 x 8^1.5 ~ 136 s,
+    more than the ~60 s left: skipped with the estimate, before it starts."""
+    env = _fakes(tmp_path)
+    res, wall = _run(env, GPU_SMOKE_BUDGET_S="100", FAKE_RUN_S="6", FAKE_VLLM="0",
+                     GPU_SMOKE_CONTEXTS="8192 65536")
+    summary = _summary(tmp_path / "out")
+    assert summary["reference-8192"] == "OK"
+    assert summary["reference-65536"].startswith("SKIP (") and "it needs 1" in summary["reference-65536"]
+    assert not (tmp_path / "out" / "reference-65536").exists() and wall < 100
