@@ -113,6 +113,27 @@ def _engine_defaults(row: dict) -> tuple[int, int]:
     return 1024, (16384 if hw.memory_gib >= BIG_GPU_GIB else 8192)
 
 
+def engine_layout(row: dict) -> tuple[int, int]:
+    """(tp per data-parallel rank, dp): the row's own numbers, but SGLang's DP attention
+    (`--tp-size 8 --dp-size 8 --enable-dp-attention`) counts all GPUs in --tp-size, its attention
+    split into --dp-size ranks of tp / dp GPUs each (SGLang's attention TP size is tp_size //
+    dp_size), the MoE over all of them: mtpsim's engine.dp with engine.tp = tp / dp."""
+    if row["engine"] == "sglang" and row["dp"] > 1 and "--enable-dp-attention" in row["flags"]:
+        return row["tp"] // row["dp"], row["dp"]
+    return row["tp"], row["dp"]
+
+
+def _flag_value(flags: str, name: str) -> str | None:
+    """The value after `name` in a command line, written `name value` or `name=value`."""
+    tokens = flags.split()
+    for i, token in enumerate(tokens):
+        if token == name and i + 1 < len(tokens):
+            return tokens[i + 1]
+        if token.startswith(name + "="):
+            return token.split("=", 1)[1]
+    return None
+
+
 def experiment_text(row: dict) -> str:
     """The experiment a user would write for this row (vLLM defaults where the row is silent)."""
     seqs, mbt = _engine_defaults(row)
@@ -125,7 +146,10 @@ def experiment_text(row: dict) -> str:
         mbt = int(flags.split("--max_num_tokens")[1].split()[0])
     if "--max_batch_size" in flags:
         seqs = int(flags.split("--max_batch_size")[1].split()[0])
-    max_len = int(flags.split("--max-model-len")[1].split()[0]) if "--max-model-len" in flags else 0
+    max_len = int(_flag_value(flags, "--max-model-len") or _flag_value(flags, "--context-length") or 0)
+    tp, dp = engine_layout(row)
+    sglang_dp = row["engine"] == "sglang" and dp > 1
+    fp8_kv = FP8_KV_MARK in row["marks"] or (_flag_value(flags, "--kv-cache-dtype") or "").startswith("fp8")
     if "pr47352" in row["id"]:  # the PR's server flags (experiments/pr47352.toml)
         seqs, mbt, cudagraph = 64, 8192, "full_decode_only"
     name = "nvidia/DeepSeek-V3.2-NVFP4" if row["quantization"] == "nvfp4" else "deepseek-ai/DeepSeek-V3.2"
@@ -144,8 +168,8 @@ def experiment_text(row: dict) -> str:
         "", "[model]", f'preset = "{preset}"', f'name = "{name}"',
         f'quantization = "{row["quantization"]}"',
         "", "[hardware]", f'preset = "{row["gpu"]}"',
-        "", "[engine]", f"tp = {row['tp']}",
-        *([f"dp = {row['dp']}", f"ep = {'true' if row['ep'] else 'false'}"] if row["dp"] > 1 else []),
+        "", "[engine]", f"tp = {tp}",
+        *([f"dp = {dp}", f"ep = {'true' if row['ep'] else 'false'}"] if dp > 1 else []),
         *(["indexer_row_sharding = false  # every TP rank scored every prompt row before vLLM PR #54394"]
           if row["engine"] == "vllm" and row["tp"] > 1 and not mla else []),
         *(["sparse_topk_length = false  # full top-k width per row before vLLM PR #36616 / SGLang PR #31128"]
@@ -158,9 +182,11 @@ def experiment_text(row: dict) -> str:
           if row["engine_version"] in CLEAN_LOGITS_VERSIONS.get(row["engine"], ()) and not mla
           else []),
         *(["api_server_count = 1  # vLLM's default before PR #32525"]
-          if row["dp"] > 1 and row["engine_version"] in ONE_API_SERVER_VERSIONS else []),
+          if dp > 1 and row["engine_version"] in ONE_API_SERVER_VERSIONS else []),
+        *(["api_server_count = 1  # SGLang: one tokenizer manager in front of every DP rank"]
+          if sglang_dp else []),
         *(['kv_cache_dtype = "fp8"  # the source\'s run kept its KV cache in FP8']
-          if FP8_KV_MARK in row["marks"] else []),
+          if fp8_kv else []),
         f"max_num_seqs = {seqs}",
         *([f"max_model_len = {max_len}"] if max_len else []),
         f"max_num_batched_tokens = {mbt}", f'cudagraph_mode = "{cudagraph}"',

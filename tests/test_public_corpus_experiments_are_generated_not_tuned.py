@@ -22,7 +22,7 @@ def test_each_expressible_row_has_its_generated_experiment(row):
     path = pc.EXPERIMENTS / f"{row['id']}.toml"
     assert path.read_text() == pc.experiment_text(row)
     exp = load_experiment(path)
-    assert exp.k == row["k"] and exp.engine.tp == row["tp"]
+    assert exp.k == row["k"] and (exp.engine.tp, exp.engine.dp) == pc.engine_layout(row)
     assert exp.hardware.preset == row["gpu"] and exp.model.quantization == row["quantization"]
     assert exp.workload.num_prompts == row["num_prompts"]
     assert exp.calibration.measured == {}  # a new user's run: nothing fitted to the row
@@ -82,3 +82,20 @@ def test_source_settings_reach_the_experiment_by_fixed_rules():
     marked = {**plain, "marks": [*plain["marks"], pc.FP8_KV_MARK, pc.TRTLLM_BENCH_MARK]}
     exp = pc.experiment_text(marked)
     assert 'kv_cache_dtype = "fp8"' in exp and "temperature = 0.0" in exp
+
+
+def test_sglang_dp_attention_is_written_as_mtpsim_data_parallel_ranks():
+    """SGLang counts every GPU in --tp-size and splits attention into --dp-size ranks: --tp-size 8
+    --dp-size 8 --enable-dp-attention is engine.tp = 1, dp = 8 (eight GPUs, as the row says), with
+    one tokenizer manager in front; --context-length and --kv-cache-dtype fp8_e4m3 reach the
+    experiment; SGLang's TP-only rows and vLLM's DP row are written as before."""
+    rows = {r["id"]: r for r in ROWS}
+    row = rows["gpustack-h200-sglang-dp8-kvfp8-sharegpt"]
+    exp = load_experiment(pc.EXPERIMENTS / f"{row['id']}.toml")
+    assert (exp.engine.tp, exp.engine.dp, exp.engine.ep) == (1, 8, False)
+    assert exp.engine.dp * exp.engine.tp == row["num_gpus"] and exp.engine.api_server_count == 1
+    assert exp.engine.kv_cache_dtype == "fp8" and exp.engine.max_model_len == 32768
+    tp_only = load_experiment(pc.EXPERIMENTS / "gpustack-h200-sglang-tp8-sharegpt.toml")
+    assert (tp_only.engine.tp, tp_only.engine.dp) == (8, 1)
+    vllm_dp = rows["gpustack-h200-vllm-dp8ep-sharegpt"]
+    assert pc.engine_layout(vllm_dp) == (1, 8) and "tokenizer manager" not in pc.experiment_text(vllm_dp)
