@@ -54,6 +54,11 @@ SERIAL_HOST_VERSIONS = ("0.13.0", "nightly (Dec 2025)", "0.11.0", "0.7.4.dev181+
 # requests, ~100 us each)
 V0_ENGINE_VERSIONS = ("0.7.4.dev181+gf35f8e22", "0.7.3.dev138+g21f6ca217 (ROCm)")
 V0_HOST_PRIOR = "loguniform(20, 80)"
+# SGLang's one tokenizer manager admits a request faster than vLLM 0.13's API server: a per-engine
+# prior on calibration.frontend_ms_per_request, fitted on the SGLang training rows only (the three
+# GPUStack DP8 ShareGPT rows at t = 0, whose median TTFT asks ~7.6 ms and P99 TTFT ~4.7 ms at the
+# other priors' medians, docs/public-corpus.md "SGLang's DP rows"), spanning both asks, widened
+SGLANG_FRONTEND_PRIOR = "loguniform(4, 10)"
 # vLLM versions before the Triton top-k/top-p kernels (PR #33538; PR #32558 still called main's
 # sampler sort-based on 18 January 2026, and 0.14.1 is a patch release of 0.14): `apply_top_k_top_p`
 # sorts every sampled row's whole vocabulary (FlashInfer's sampler was opt-in)
@@ -226,6 +231,10 @@ def experiment_text(row: dict) -> str:
     if row["engine"] == "vllm" and row["engine_version"] in V0_ENGINE_VERSIONS:
         lines += ["", "[uncertainty.priors]",
                   f'host_us_per_request = "{V0_HOST_PRIOR}"  # V0 engine: its host work per request']
+    if row["engine"] == "sglang" and not row["max_concurrency"]:  # drawn only without a limit
+        lines += ["", "[uncertainty.priors]",
+                  f'frontend_ms_per_request = "{SGLANG_FRONTEND_PRIOR}"  # SGLang\'s tokenizer '
+                  "manager, fitted on the SGLang training rows"]
     text = "\n".join(lines) + "\n"
     refusal = _refusal(text)
     return text.replace("\n[model]", f"{REFUSED}{refusal}\n\n[model]", 1) if refusal else text
