@@ -50,5 +50,22 @@ def fill_from_spec(cal: Calibration, exp: Experiment) -> tuple[Calibration, list
         notes.append(f"{policy}: no trace; top-k overlap from the spec's acceptance.{field} "
                      f"(agreement {', '.join(f'{x:.2f}' for x in agreement)} "
                      "at draft steps 1.., flat in context), acceptance and cost from the traces' fit")
+    if (note := lk_bound_note(cal, exp)) is not None:
+        notes.append(note)
     overlap = dataclasses.replace(cal.overlap, policies=rows)
     return dataclasses.replace(cal, overlap=overlap), notes, left_out
+
+
+def lk_bound_note(cal: Calibration, exp: Experiment) -> str | None:
+    """Under penalty kappa_lk, a fit whose L / K exponent sits at its bound: said, since the
+    penalty at the spec's L / K is then extrapolated from an exponent the traces did not pin."""
+    from mtpsim.models.penalty import KappaLk
+
+    pen = cal.acceptance.penalty(KappaLk.name) if exp.acceptance.penalty == KappaLk.name else None
+    if not isinstance(pen, KappaLk) or not pen.at_bound():
+        return None
+    ratio = exp.workload.input_len / max(exp.index_topk, 1)
+    return (f"penalty kappa_lk: the traces' fit put its L/K exponent at its bound "
+            f"({pen.exponent:+.1f}; their L/K centres on {pen.ratio_ref:.1f}), so at this spec's "
+            f"L/K (~{ratio:.1f}) the penalty is extrapolated from a value the traces did not pin; "
+            "acceptance.penalty = \"kappa_step\" does without it")

@@ -197,6 +197,9 @@ class KappaStep(Penalty):
                                      float(np.exp(common)))))
 
 
+LK_EXPONENT_BOUND = 5.0  # |gamma| a kappa_lk fit may reach; at it the data did not pin gamma
+
+
 @dataclass(frozen=True, slots=True)
 class KappaLk(Penalty):
     """Fitted: `steps`, `exponent` (gamma) and `ratio_ref`. Parametric: `base` * s **
@@ -216,6 +219,10 @@ class KappaLk(Penalty):
         per_step = (self.steps[min(s, len(self.steps)) - 1] if self.steps
                     else self.base * float(s) ** self.step_exponent)
         return per_step * (np.asarray(ratio, float) / self.ratio_ref) ** self.exponent
+
+    def at_bound(self) -> bool:
+        """A fit whose gamma sits at the fit's bound: the events' L / K range did not pin it."""
+        return bool(self.steps) and abs(self.exponent) >= LK_EXPONENT_BOUND - 1e-6
 
     def to_json(self) -> dict[str, Any]:
         return {"kappa_steps": list(self.steps), "exponent": self.exponent,
@@ -262,7 +269,7 @@ class KappaLk(Penalty):
         log_start = np.log(np.clip([start.steps[s - 1] for s in steps], 0.06, 9e3))
         # the likelihood need not be convex in gamma: a few starts
         best = min((minimize(f, np.append(log_start, g0), method="L-BFGS-B",
-                             bounds=[(lo, hi)] * len(steps) + [(-5.0, 5.0)])
+                             bounds=[(lo, hi)] * len(steps) + [(-LK_EXPONENT_BOUND, LK_EXPONENT_BOUND)])
                     for g0 in (0.0, 1.0, -1.0)), key=lambda sol: sol.fun)
         kappas = _every_step(dict(zip(steps, np.exp(best.x[:-1]).tolist(), strict=True)), k,
                              float(np.exp(best.x[0])))
