@@ -174,7 +174,8 @@ def experiment_text(row: dict) -> str:
         f'quantization = "{row["quantization"]}"',
         "", "[hardware]", f'preset = "{row["gpu"]}"',
         "", "[engine]", f"tp = {tp}",
-        *([f"dp = {dp}", f"ep = {'true' if row['ep'] else 'false'}"] if dp > 1 else []),
+        *([f"dp = {dp}", f"ep = {'true' if row['ep'] else 'false'}"] if dp > 1
+          else ["ep = true  # the experts spread over the TP ranks"] if row["ep"] else []),
         *(["indexer_row_sharding = false  # every TP rank scored every prompt row before vLLM PR #54394"]
           if row["engine"] == "vllm" and row["tp"] > 1 and not mla else []),
         *(["sparse_topk_length = false  # full top-k width per row before vLLM PR #36616 / SGLang PR #31128"]

@@ -99,3 +99,9 @@ def test_sglang_dp_attention_is_written_as_mtpsim_data_parallel_ranks():
     assert (tp_only.engine.tp, tp_only.engine.dp) == (8, 1)
     vllm_dp = rows["gpustack-h200-vllm-dp8ep-sharegpt"]
     assert pc.engine_layout(vllm_dp) == (1, 8) and "tokenizer manager" not in pc.experiment_text(vllm_dp)
+
+
+def test_expert_parallel_tp_rows_are_written_with_ep_over_the_tp_ranks():
+    """TensorRT-LLM's --tp_size 8 --ep_size 8 (no attention DP) is engine.tp = 8, ep = true, dp 1."""
+    exp = load_experiment(pc.EXPERIMENTS / "gpustack-h200-trtllm-tp8ep8-sharegpt.toml")
+    assert (exp.engine.tp, exp.engine.dp, exp.engine.ep) == (8, 1, True)
