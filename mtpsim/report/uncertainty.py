@@ -95,6 +95,8 @@ def measured_table(run: UncertaintyRun) -> Table:
         t.add_column(col, justify="left" if col in ("Policy", "Metric") else "right")
     prior, cond = run.summary(PRIOR), run.summary(ALL_ROWS)
     for p, row in run.measured.items():
+        if p not in cond["metrics"]:  # a measured row of a policy not simulated
+            continue
         for m in METRICS:
             v = row.get(m)
             if not isinstance(v, int | float):
@@ -281,7 +283,8 @@ def print_run(console: Any, run: UncertaintyRun, shown: tuple[str, ...] = METRIC
     if ALL_ROWS in run.weights:
         print_table(console, intervals_table(run, ALL_ROWS, shown), group=groups)
         print_table(console, measured_table(run), keep=2)
-        print_table(console, narrowing_table(run))
+        if len(run.policies) > 1:  # one policy: no delta for a measurement to narrow
+            print_table(console, narrowing_table(run))
         if (noise_table := noise_sensitivity_table(run)) is not None:
             print_table(console, noise_table, keep=1)
     print_table(console, sensitivity_table(run))

@@ -128,8 +128,8 @@ class UncertaintyRun:
         from mtpsim.uncertainty.intervals import verdict
         from mtpsim.uncertainty.summary import summarize
 
-        if self.noise is None or ALL_ROWS not in self.weights:
-            return []
+        if self.noise is None or ALL_ROWS not in self.weights or len(self.policies) < 2:
+            return []  # nothing measured to condition on, or one policy: no delta to decide
         rows, fit_policy = self.measured, self.exp.calibration.fit_policy
         level = fit_policy if fit_policy in rows else next(iter(rows))
         z = [d.z["z_time"] for d in self.draws]
