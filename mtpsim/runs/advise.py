@@ -130,10 +130,15 @@ PR_EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "pr47352.t
 
 def cell_sets(dep: Any, k: int, ctx: int) -> list[str]:
     """The PR's experiment's overrides for one cell of the deployment."""
+    from mtpsim.uncertainty.advise import PR_RATES, _rates
+
     conc = max(dep.concurrency)
     return [f"speculative.num_speculative_tokens={k}", f"workload.input_len={ctx}",
             f"workload.max_input_len={ctx}", f"workload.output_len={dep.output_len}",
             f"workload.max_concurrency={conc}", f"workload.num_prompts={max(8, 2 * conc)}",
             f"workload.temperature={dep.temperature:g}", f"engine.tp={dep.tp}",
             f"engine.max_num_seqs={dep.max_num_seqs}", f'model.quantization="{dep.quantization}"',
-            f'hardware.preset="{dep.gpu}"', f'model.preset="{dep.model}"']
+            f'hardware.preset="{dep.gpu}"', f'model.preset="{dep.model}"',
+            # beyond the PR's measured positions, the rates the cell ran (the last one repeated)
+            *([f"acceptance.per_position=[{', '.join(f'{x:.6g}' for x in _rates(k))}]"]
+              if k > len(PR_RATES) else [])]
