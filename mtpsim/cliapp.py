@@ -37,8 +37,8 @@ class OneLineUsageErrors(TyperGroup):
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except getattr(click_errors, "NoArgsIsHelpError", ()) as e:  # `mtpsim` alone: the help
-            typer.echo(e.ctx.get_help() if e.ctx else e.format_message())
+        except getattr(click_errors, "NoArgsIsHelpError", ()) as e:  # `mtpsim` alone: the help,
+            # which Typer's rich help has printed already when it raised (printed twice before)
             sys.exit(e.exit_code)
         except click_errors.UsageError as e:
             where = f"{e.ctx.command_path}: " if e.ctx else ""

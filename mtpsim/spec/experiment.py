@@ -418,7 +418,7 @@ def _check_model(exp: Experiment, src: Src) -> None:
     if m.quantization == "nvfp4" and exp.hardware.fp4_tflops <= 0:
         raise SpecError(src("model", "quantization"), "model.quantization",
                         f"nvfp4 needs FP4 tensor cores; hardware {exp.hardware.name!r} has none "
-                        "(use fp8 or bf16)")
+                        f"(use {'mxfp4, ' if exp.hardware.mxfp4_tflops > 0 else ''}fp8 or bf16)")
 
 
 def _check_batching(exp: Experiment, src: Src) -> None:
@@ -474,7 +474,11 @@ def _check_acceptance(exp: Experiment, src: Src) -> None:
         if len(rates) < exp.k and not c.file:  # fewer: only a calibration file may replace them
             raise SpecError(src("acceptance", label.split(".")[1]), label,
                             f"expected at least {exp.k} rates (one per draft position, "
-                            f"speculative.num_speculative_tokens = {exp.k}), got {len(rates)}")
+                            f"speculative.num_speculative_tokens = {exp.k}), got {len(rates)}"
+                            + ("; give it more rates, or run `mtpsim sweep --set "
+                               f"speculative.num_speculative_tokens={exp.k}`, which repeats the "
+                               "last conditional rate and says so"
+                               if label == "acceptance.per_position" else ""))
         if a.kind == "marginal":
             try:
                 marginal_to_conditional(rates)
