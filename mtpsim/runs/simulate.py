@@ -251,6 +251,11 @@ def far_calibration(exp: Experiment, calibration: Calibration | None) -> list[st
     spec's `[calibration] file`) was measured far from the spec: another machine than its GPUs,
     or well outside its range (mtpsim.uncertainty.domain.calibration_warning); none without one."""
     if calibration is None and not exp.calibration.file:
+        if exp.engine.scheduler == "reference":  # priced on a GPU preset, not on its CPU
+            return [f"the reference engine's steps are priced by the roofline on "
+                    f"{exp.hardware.name or exp.hardware.preset} (hardware.preset), not on the machine "
+                    "a run-real of this spec runs it on (a CPU here); for its own timings, fit "
+                    "them from its traces (--trace) or a [calibration] file"]
         return []  # the roofline: nothing imported (a plain simulate stays light)
     if calibration is None:
         from mtpsim.models.build import read_experiment_calibration
