@@ -62,6 +62,22 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+# a server log's line -> what it means, where the line alone does not say it
+KNOWN_CAUSES = (("Failed to infer device type", "no GPU visible to vLLM (\"Failed to infer device "
+                 "type\"); `mtpsim doctor --smoke` checks a GPU node"),)
+
+
+def log_cause(tail: str) -> str:
+    """One line for an error message: what a known line means, else the log's last line that
+    names an error (a traceback's last line), else its last line."""
+    lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
+    for needle, meaning in KNOWN_CAUSES:
+        if any(needle in ln for ln in lines):
+            return meaning
+    errors = [ln for ln in lines if "Error" in ln or "error:" in ln or "Exception" in ln]
+    return (errors or lines or ["(empty log)"])[-1]
+
+
 class ServerProcess:
     """`with ServerProcess(argv, env, log, port) as s: s.wait_healthy(timeout)` ... stopped on
     exit, whatever ended the block (return, exception, KeyboardInterrupt, SystemExit)."""
@@ -90,8 +106,8 @@ class ServerProcess:
                                          stderr=subprocess.STDOUT, start_new_session=True)
 
     def _fail(self, what: str) -> ServerError:
-        return ServerError(self.log_path, None, f"{what}; last lines of the server log:\n"
-                           f"{log_tail(self.log_path)}")
+        return ServerError(self.log_path, None, f"{what}: {log_cause(log_tail(self.log_path))} "
+                           "(the whole log is in the file named)")
 
     def wait_healthy(self, timeout_s: float, poll_s: float = 0.25) -> None:
         """Return once GET /health answers 200; raise ServerError if the server exits or
