@@ -41,7 +41,8 @@ def vllm_serve_argv(exp: Experiment, policy: str, port: int, *, trace: bool = Fa
     """`vllm serve` for one policy, as the PR's benchmark ran it (`smoke`: dummy weights of
     the shipped shrunken model, `mtpsim.vllm_runner.smoke`)."""
     if not exp.model.name:
-        raise ValueError("model.name (the Hugging Face id vllm serves) is empty")
+        raise ValueError("expected the Hugging Face id vllm serves (e.g. \"deepseek-ai/DeepSeek-V3.2\"), "
+                         "got none; or --smoke, which serves the shipped shrunken model")
     e = exp.engine
     argv = [*VLLM_CLI, "serve", exp.model.name, "--host", HOST, "--port", str(port),
             "--tensor-parallel-size", str(e.tp), "--max-num-seqs", str(e.max_num_seqs),
