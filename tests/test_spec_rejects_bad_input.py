@@ -71,6 +71,8 @@ def test_speculative_section(raw, key, expected):
      "'lognormal'"),
     ({"workload": {"input_len_distribution": "uniform", "input_len_spread": 1.5}},
      "workload.input_len_spread", "[0, 1)"),
+    ({"workload": {"output_len_distribution": "lognormal", "output_len_spread": 50}},
+     "workload.output_len_spread", "log-sigma in [0, 3]"),
     ({"workload": {"temperature": -1.0}}, "workload.temperature", ">= 0"),
 ])
 def test_workload_section(raw, key, expected):

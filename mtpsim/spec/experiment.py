@@ -440,6 +440,14 @@ def _check_batching(exp: Experiment, src: Src) -> None:
             raise SpecError(src("workload", f"{name}_len_spread"), f"workload.{name}_len_spread",
                             f"expected a range ratio in [0, 1) for a uniform distribution, "
                             f"got {spread}")
+        if dist == "lognormal" and spread > MAX_LOG_SIGMA:
+            # beyond it nearly every length rounds to 1 token while the mean stays the spec's
+            raise SpecError(src("workload", f"{name}_len_spread"), f"workload.{name}_len_spread",
+                            f"expected a log-sigma in [0, {MAX_LOG_SIGMA:g}] for a lognormal "
+                            f"distribution (ShareGPT's is about 1), got {spread}")
+
+
+MAX_LOG_SIGMA = 3.0  # a lognormal length's sigma: at 3 the median is 1 % of the mean
 
 
 # The requests' arrivals span num_prompts / request_rate seconds (vllm bench rescales them so):
