@@ -18,9 +18,9 @@ DEPLOYMENT = (ROOT / "experiments" / "advise-deepseek-v3.2-b200.toml").read_text
     (r"^tp = 4.*$", "tp = 3", "deployment.tp: expected a divisor of model.num_heads (128), got 3"),
     (r"^context_lengths = .*$", "context_lengths = [1024, 4096, 20000000]",
      "workload.context_lengths: expected a number in [1, 1e+07], got 20000000 (a cell's prompt length)"),
-    (r"^concurrency = .*$", "concurrency = [100000]",
-     "workload.concurrency: expected a number in [1, 100000], got 200000 (a cell runs max(8, 2 x "
-     "concurrency) prompts)"),
+    (r"^concurrency = .*$", "concurrency = [100000]",  # checked up front: the number written
+     "workload.concurrency: expected a non-empty list of concurrencies (integers in [1, 50,000]: a "
+     "cell runs 2 x concurrency prompts), got [100000]"),
 ])
 def test_a_cells_refusal_names_the_deployment_field(tmp_path: Path, line, change, expected):
     path = tmp_path / "dep.toml"

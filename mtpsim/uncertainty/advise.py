@@ -142,8 +142,9 @@ def load_deployment(path: str | Path) -> Deployment:
                                     and sum(v) > 0),
                    expected=f"{len(contexts)} non-negative weights, one per context length")
     conc = _get(w, "concurrency", "workload", src, list, [32],
-                check=lambda v: all(isinstance(x, int) and x >= 1 for x in v),
-                expected="a non-empty list of concurrencies (integers >= 1)")
+                check=lambda v: all(isinstance(x, int) and 1 <= x <= MAX_CONCURRENCY for x in v),
+                expected=f"a non-empty list of concurrencies (integers in [1, {MAX_CONCURRENCY:,}]:"
+                         " a cell runs 2 x concurrency prompts)")
     out_len = _get(w, "output_len", "workload", src, int, 512, check=lambda v: v >= 1,
                    expected="an integer >= 1")
     temp = float(_get(w, "temperature", "workload", src, int | float, 1.0,
@@ -199,6 +200,9 @@ def _rates(k: int) -> list[float]:
     cond = marginal_to_conditional(list(PR_RATES))
     cond = (cond + [cond[-1]] * k)[:max(k, len(cond))]
     return conditional_to_marginal(cond)
+
+
+MAX_CONCURRENCY = 50_000  # a cell's 2 x concurrency prompts stay within workload.num_prompts' 100,000
 
 
 def cell_experiment(dep: Deployment, k: int, ctx: int, conc: int) -> Experiment:
