@@ -123,10 +123,11 @@ def print_sweep(console: StdConsole, run: SweepRun, plot: Path | None = None,
             console.print(f"plot: {p}", highlight=False)
     if run.plan is None:
         kept = f" ({run.resumed} resumed from {out})" if out is not None else ""  # no --out: none kept
-        console.print(f"{run.points} points{kept} in {run.wall_s:.1f} s wall "
+        console.print(f"{run.points} point{'s' * (run.points != 1)}{kept} in {run.wall_s:.1f} s wall "
                       f"{_where(run.nodes, run.workers)}", highlight=False)
     else:
-        console.print(f"{run.points} points ({run.resumed} resumed, {len(run.failed)} failed) "
+        console.print(f"{run.points} point{'s' * (run.points != 1)} ({run.resumed} resumed, "
+                      f"{len(run.failed)} failed) "
                       f"in {run.wall_s:.1f} s wall {_where(run.nodes, 1)}; results in {out}/points "
                       f"(compare: mtpsim compare {out})", highlight=False)
 
