@@ -153,6 +153,23 @@ def _extend_acceptance(base: Any, k: Any) -> tuple[list[str], tuple[str, ...]]:
     return [f"acceptance.per_position=[{', '.join(f'{x:.6g}' for x in new)}]"], (note,)
 
 
+def with_extended_acceptance(experiment: str | Path,
+                             overrides: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
+    """A k set by --set beyond the spec's acceptance table, as a swept k is: the last conditional
+    rate repeated, and a note that says so (`simulate` and `run-real` refused what `sweep` ran).
+    Nothing changes when the table covers k, the user gave rates, or a calibration file replaces
+    them."""
+    from mtpsim.spec import load_experiment, parse_override
+
+    key = "speculative.num_speculative_tokens"
+    ks = [o for o in overrides if o.startswith(key + "=")]
+    if not ks or any(o.startswith("acceptance.per_position=") for o in overrides):
+        return list(overrides), ()
+    base = load_experiment(experiment, [o for o in overrides if not o.startswith(key + "=")])
+    extra, notes = _extend_acceptance(base, parse_override(ks[-1])[1])
+    return [*overrides, *extra], notes
+
+
 def build_points(experiment: str | Path, sets: Sequence[str], check_memory: bool = True,
                  kind: str = "simulation") -> tuple[list[Axis], list[Point]]:
     """Validate every grid point up front (a bad value is a SpecError before anything runs).

@@ -105,6 +105,11 @@ def prepare(experiment: Path, engine: str, *, out: Path | None, sets: list[str],
 
         trace, force = True, True  # the checks need this run's traces
         overrides = [*smoke_run.overrides((out / "smoke-model").absolute()), *overrides]
+    from mtpsim.sweep import with_extended_acceptance
+
+    # a k beyond the spec's rate table: the engine measures acceptance, the table only prices
+    # the comparison a simulation of the same spec makes (the last rate repeated, as sweep does)
+    overrides, _ = with_extended_acceptance(str(experiment), overrides)
     exp = load_experiment(str(experiment), overrides)
     check_wall_clock(exp)
     refuse_plain_decoding(exp, "run-real")

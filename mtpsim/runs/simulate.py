@@ -232,11 +232,15 @@ def simulate(experiment: str, sets: Sequence[str] = (), policy: Sequence[str] = 
     that the printed tables read."""
     from mtpsim.spec.roles import setup_overrides, simulated_overrides
 
-    over = overrides(sets, policy, seed, expected)
+    over, k_notes = overrides(sets, policy, seed, expected), ()
+    if any(o.startswith("speculative.num_speculative_tokens=") for o in over):
+        from mtpsim.sweep import with_extended_acceptance  # a plain simulate stays light
+
+        over, k_notes = with_extended_acceptance(experiment, over)
     # a --set of a description or a runner field changes nothing simulated: the file's saved
     # interval still holds (mtpsim.uncertainty.saved)
     overridden = bool(simulated_overrides(over)) or calibration is not None
-    notes: list[str] = []
+    notes: list[str] = list(k_notes)
     if calibration is not None:
         calibration, notes, over = fit_what_the_traces_hold(calibration, experiment, over,
                                                             bool(policy))
@@ -251,11 +255,13 @@ def far_calibration(exp: Experiment, calibration: Calibration | None) -> list[st
     spec's `[calibration] file`) was measured far from the spec: another machine than its GPUs,
     or well outside its range (mtpsim.uncertainty.domain.calibration_warning); none without one."""
     if calibration is None and not exp.calibration.file:
-        if exp.engine.scheduler == "reference":  # priced on a GPU preset, not on its CPU
+        from mtpsim.spec.sections import SCHEDULERS
+
+        if SCHEDULERS[exp.engine.scheduler].on_host:  # priced on a GPU preset, not on its host
             return [f"the reference engine's steps are priced by the roofline on "
-                    f"{exp.hardware.name or exp.hardware.preset} (hardware.preset), not on the machine "
-                    "a run-real of this spec runs it on (a CPU here); for its own timings, fit "
-                    "them from its traces (--trace) or a [calibration] file"]
+                    f"{exp.hardware.name or exp.hardware.preset} (hardware.preset), not on the host "
+                    "a run-real of this spec runs it on (its CPU, or its GPU with reference.device); "
+                    "for its own timings, fit them from its traces (--trace) or a [calibration] file"]
         return []  # the roofline: nothing imported (a plain simulate stays light)
     if calibration is None:
         from mtpsim.models.build import read_experiment_calibration
