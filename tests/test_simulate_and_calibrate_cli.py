@@ -122,6 +122,20 @@ def test_calibrate_does_not_write_factors_fitted_to_another_setup(tmp_path):
     assert p.read_text() == before
     res = CliRunner().invoke(app, ["calibrate", str(p), "--write", "--set", "seed=2"])
     assert res.exit_code == 0, res.output
+    assert "a what-if, not a calibration" not in res.output  # a seed is not the setup
+
+
+def test_calibrate_without_write_at_another_setup_says_it_is_a_what_if(tmp_path):
+    """Without --write the fit runs, but it fits the file's measured rows at the --set setup:
+    it says so (and --json names the changes), where it printed the factors without a word."""
+    p = write(tmp_path)
+    res = CliRunner().invoke(app, ["calibrate", str(p), "--set", "workload.output_len=50"],
+                             env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "warning: fitted at workload.output_len=50 to rows measured at the experiment file's setup" \
+        in res.output
+    res = CliRunner().invoke(app, ["calibrate", str(p), "--json", "--set", "workload.output_len=50"])
+    assert json.loads(res.stdout)["setup_changed_by_set"] == ["workload.output_len=50"]
 
 
 def test_calibrate_write_keeps_the_file_when_the_fit_did_not_converge(tmp_path, monkeypatch):

@@ -79,6 +79,7 @@ def calibrate(
         write_factors(experiment, fit.after)
     if as_json:
         typer.echo(dumps({"before": fit.before, "after": fit.after, "measured": fit.measured,
+                          "setup_changed_by_set": changed,
                                "simulated": fit.simulated, "evaluations": fit.evaluations,
                                "success": fit.success, "message": fit.message,
                                "condition": fit.condition, "identifiable": identifiable(fit)},
@@ -93,6 +94,10 @@ def calibrate(
     if not identifiable(fit):
         console.print("[yellow]warning:[/yellow] these metrics barely tell the fitted factors "
                       "apart; fix some of them (a prior) or fit to more metrics", highlight=False)
+    if changed:  # the rows were measured at the file's setup, not at the --set one
+        console.print(f"[yellow]warning:[/yellow] fitted at {', '.join(changed)} to rows measured "
+                      "at the experiment file's setup: a what-if, not a calibration of this "
+                      "setup", highlight=False)
     console.print("[calibration]\n" + "\n".join(f"{k} = {v:.6g}" for k, v in fit.after.items()),
                   highlight=False, markup=False)
     if wrote:

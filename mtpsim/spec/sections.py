@@ -307,9 +307,10 @@ class AcceptanceSpec:
 
     ROLE: ClassVar[str] = "model"
 
-    per_position: tuple[float, ...] = option((0.8745, 0.6010, 0.3534),
-                                             "acceptance per draft position (at least k)",
-                                             each(in_range(0, 1)))
+    per_position: tuple[float, ...] = option(
+        (0.8745, 0.6010, 0.3534), "acceptance per draft position (at least k in the file; a k set "
+        "by `--set` or swept beyond the table repeats the last conditional rate, and a note says so)",
+        each(in_range(0, 1)))
     kind: str = option("marginal", "marginal (vLLM's per-position rates) or conditional",
                        one_of("marginal", "conditional"))
     mode: str = option("sampled", "sampled (seeded draws) or expected (no noise)",
