@@ -19,3 +19,13 @@ def test_tp_only_reads_as_before():
 def test_data_parallel_ranks_are_counted_and_named(tmp_path):
     assert " on 8 x H200 (DP8 x TP1, EP) · " in _title(tmp_path, "tp = 1\ndp = 8\nep = true")
     assert " on 8 x H200 (DP2 x TP4) · " in _title(tmp_path, "tp = 4\ndp = 2")
+
+
+def test_a_preset_set_alone_is_named_not_the_files_checkpoint():
+    """--set model.preset=glm-5.2 on a file that names the DeepSeek checkpoint: the title names
+    what is simulated (the preset), not the stale checkpoint name; a --set name still wins."""
+    title = setup_title(load_experiment("experiments/pr47352.toml", ['model.preset="glm-5.2"']),
+                        "simulated")
+    assert title.startswith("pr47352: glm-5.2 on ") and "DeepSeek" not in title
+    both = load_experiment("experiments/pr47352.toml", ['model.preset="glm-5.2"', 'model.name="x/GLM"'])
+    assert setup_title(both, "simulated").startswith("pr47352: GLM on ")

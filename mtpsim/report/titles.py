@@ -21,7 +21,10 @@ def setup_title(exp: Experiment, how: str, own_model: str | None = None) -> str:
     if own_model:
         where = own_model
     else:
-        model = (exp.model.name or exp.model.preset or "model").split("/")[-1]
+        # a --set of the preset alone leaves the file's checkpoint name behind: name the preset
+        set_keys = {o.partition("=")[0].strip() for o in exp.overrides}
+        stale = "model.preset" in set_keys and "model.name" not in set_keys
+        model = ((None if stale else exp.model.name) or exp.model.preset or "model").split("/")[-1]
         e = exp.engine
         where = f"{model} on {e.dp * e.tp * e.pp} x {exp.hardware.name or exp.hardware.preset}"
         if e.dp > 1 or e.pp > 1:  # the layout, where TP alone does not say it
