@@ -145,12 +145,10 @@ def experiment_text(row: dict) -> str:
     cudagraph = "full_and_piecewise"
     policy = "share" if "policy:share" in row["marks"] else "fresh"
     flags = row["flags"]
-    if "--max-num-batched-tokens" in flags:
-        mbt = int(flags.split("--max-num-batched-tokens")[1].split()[0])
-    if "--max_num_tokens" in flags:  # TensorRT-LLM's step token budget and batch size
-        mbt = int(flags.split("--max_num_tokens")[1].split()[0])
-    if "--max_batch_size" in flags:
-        seqs = int(flags.split("--max_batch_size")[1].split()[0])
+    # vLLM's step token budget, else TensorRT-LLM's (and its batch size)
+    mbt = int(_flag_value(flags, "--max-num-batched-tokens") or _flag_value(flags, "--max_num_tokens")
+              or mbt)
+    seqs = int(_flag_value(flags, "--max_batch_size") or seqs)
     max_len = int(_flag_value(flags, "--max-model-len") or _flag_value(flags, "--context-length") or 0)
     tp, dp = engine_layout(row)
     sglang_dp = row["engine"] == "sglang" and dp > 1
