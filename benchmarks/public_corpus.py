@@ -28,7 +28,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs" / "data" / "public"
 EXPERIMENTS = ROOT / "experiments" / "public"
-GROUPS = {"ttft": "TTFT", "tpot": "TPOT", "throughput": "throughput", "itl": "ITL", "e2el": "E2EL"}
+GROUPS = {"ttft": "TTFT", "tpot": "TPOT", "throughput": "throughput", "itl": "ITL", "e2el": "E2EL",
+          "al": "accept len"}
+# A source's figure that is a monotone map of one mtpsim summarises: a per-user output speed at one
+# request at a time is 1,000 / TPOT (trtllm-bench's token_output_speed_tok_s counts generation
+# tokens over generation time, TTFT excluded), so its interval's ends are the TPOT interval's ends
+# mapped; scored in the TPOT group. A source's acceptance length (tokens a step keeps) is mtpsim's.
+DERIVED = {"output_speed_per_user": ("mean_tpot_ms", lambda ms: 1000.0 / ms)}
+ALIASES = {"acceptance_length": "spec_decode_acceptance_length"}
 # vLLM's defaults for the online server (vllm/engine/arg_utils.py, 0.33.0): >= 160 GB GPUs get a
 # 16,384-token step budget, >= 70 GB ones 8,192; both 1,024 running requests
 BIG_GPU_GIB = 160
@@ -159,6 +166,7 @@ def experiment_text(row: dict) -> str:
     mla = MLA_MARK in row["marks"]  # DeepSeek-V3/R1: no indexer, so no indexer / top-k settings
     preset, name = ("deepseek-v3", row["model"]) if mla else ("deepseek-v3.2", name)
     sharegpt = row["dataset"] == "sharegpt"
+    real = row["dataset"].startswith("real")  # real prompts, not named: the stated fixed lengths
     lines = [
         f"# Public row {row['id']} (docs/data/public/rows.toml), {row['engine']} {row['engine_version']}",
         f"# {row['section']}",
@@ -207,6 +215,8 @@ def experiment_text(row: dict) -> str:
                   'output_len_distribution = "lognormal"', f"output_len_spread = {SHAREGPT_SIGMA}",
                   f"max_total_len = {SHAREGPT_MAX_TOTAL}  # vllm bench serve's ShareGPT filter",
                   "ignore_eos = false"]
+    elif real:
+        lines += ["ignore_eos = true  # the source's stated ISL / OSL (its dataset is not named)"]
     else:
         lines += ["ignore_eos = true  # the source's token totals are exactly prompts x output_len"]
     if row["max_concurrency"]:
@@ -225,8 +235,9 @@ def experiment_text(row: dict) -> str:
         lines.append(f"top_p = {DEEPSEEK_TOP_P}  # the model card's recommendation, assumed served")
     if row["k"] and "pr47352" not in row["id"]:  # the PR's rates were measured on its own rows
         lines += ["", "[acceptance]",
-                  f'dataset_class = "{"chat" if sharegpt else "random"}"  # rates: the PR\'s, '
+                  f'dataset_class = "{"chat" if sharegpt or real else "random"}"  # rates: the PR\'s, '
                   "scaled by this class's prior"]
+        lines += _extended_rates("\n".join(lines) + "\n", row["k"])
     if row["engine"] == "vllm" and row["engine_version"] in V0_ENGINE_VERSIONS:
         lines += ["", "[uncertainty.priors]",
                   f'host_us_per_request = "{V0_HOST_PRIOR}"  # V0 engine: its host work per request']
@@ -240,6 +251,23 @@ def experiment_text(row: dict) -> str:
 
 
 REFUSED = "# mtpsim refuses it, as vLLM would refuse to start: "
+
+
+def _extended_rates(text: str, k: int) -> list[str]:
+    """For a k beyond the preset's acceptance table, its rates with the last conditional rate
+    repeated, written out (the rule `mtpsim sweep` applies to a swept k); nothing otherwise."""
+    import tomllib
+
+    from mtpsim.spec import experiment_from_dict
+    from mtpsim.sweep import _extend_acceptance
+
+    spec = tomllib.loads(text)
+    spec["speculative"]["num_speculative_tokens"] = 1
+    extra, notes = _extend_acceptance(experiment_from_dict(spec), k)
+    if not extra:
+        return []
+    rates = extra[0].split("=", 1)[1]
+    return [f"per_position = {rates}  # {notes[0]}, as `mtpsim sweep` extends a k"]
 
 
 def _refusal(text: str) -> str:
@@ -274,7 +302,9 @@ def measured_figures(row: dict) -> dict[str, float]:
     for key, value in row["measured"].items():
         if key.endswith("_per_gpu"):
             out[key.removesuffix("_per_gpu")] = value * row["num_gpus"]
-        elif key.endswith("_ms") or key.endswith("throughput"):
+        elif key.endswith("_ms") or key.endswith("throughput") or key in ALIASES:
+            out[key] = value
+        elif key in DERIVED and row["max_concurrency"] == 1:
             out[key] = value
     return out
 
@@ -282,7 +312,24 @@ def measured_figures(row: dict) -> dict[str, float]:
 def group_of(key: str) -> str:
     if key.endswith("throughput"):
         return "throughput"
+    if key in DERIVED:
+        return "tpot"
+    if key in ALIASES:
+        return "al"
     return key.split("_")[1]
+
+
+def interval_of(summary: dict, key: str) -> tuple[float, float, float] | None:
+    """(lo, median, hi) of a measured figure's key from a policy's summary, mapped where the
+    figure is a transform of a summarised one (None if the summary lacks it)."""
+    src, f = DERIVED.get(key, (ALIASES.get(key, key), None))
+    if src not in summary:
+        return None
+    iv = summary[src]
+    if f is None:
+        return iv.lo, iv.median, iv.hi
+    ends = sorted((f(iv.lo), f(iv.hi)))
+    return ends[0], f(iv.median), ends[1]
 
 
 def score(measured: float, lo: float, med: float, hi: float, alpha: float = 0.1) -> dict:
@@ -303,9 +350,8 @@ def run_row(row: dict, n: int, jobs: int) -> dict:
     s = run.summary(PRIOR)["metrics"][run.policies[0]]
     figs = {}
     for key, value in measured_figures(row).items():
-        if key in s:
-            iv = s[key]
-            figs[key] = score(value, iv.lo, iv.median, iv.hi)
+        if (iv := interval_of(s, key)) is not None:
+            figs[key] = score(value, *iv)
     return {"id": row["id"], "policy": run.policies[0], "wall_s": time.perf_counter() - t0,
             "figures": figs}
 
@@ -342,7 +388,8 @@ def k_pairs(results: list[dict], rows: dict[str, dict]) -> list[dict]:
     for r in results:
         for mark in rows[r["id"]]["marks"]:
             if mark.startswith("k-pair:") and (base := by_id.get(mark.split(":", 1)[1])):
-                for key in ("output_throughput", "median_tpot_ms", "mean_tpot_ms", "median_ttft_ms"):
+                for key in ("output_throughput", "median_tpot_ms", "mean_tpot_ms", "median_ttft_ms",
+                            "output_speed_per_user"):
                     a, b = r["figures"].get(key), base["figures"].get(key)
                     if a and b:
                         out.append({"with_mtp": r["id"], "without": base["id"], "metric": key,

@@ -105,3 +105,24 @@ def test_expert_parallel_tp_rows_are_written_with_ep_over_the_tp_ranks():
     """TensorRT-LLM's --tp_size 8 --ep_size 8 (no attention DP) is engine.tp = 8, ep = true, dp 1."""
     exp = load_experiment(pc.EXPERIMENTS / "gpustack-h200-trtllm-tp8ep8-sharegpt.toml")
     assert (exp.engine.tp, exp.engine.dp, exp.engine.ep) == (8, 1, True)
+
+
+def test_per_user_speed_is_scored_as_one_over_tpot_and_acceptance_length_as_mtpsims():
+    """A per-user output speed at one request at a time is 1,000 / TPOT: its interval is the TPOT
+    interval's ends mapped and swapped, scored in the TPOT group; a source's acceptance length is
+    mtpsim's spec_decode_acceptance_length. At higher concurrency the speed is not scored."""
+    from types import SimpleNamespace
+
+    rows = {r["id"]: r for r in ROWS}
+    k3 = rows["trtllm-blog1-b200-r1-tp8-c1-k3"]
+    assert pc.measured_figures(k3) == {"output_speed_per_user": 253, "acceptance_length": 2.82}
+    assert pc.group_of("output_speed_per_user") == "tpot" and pc.group_of("acceptance_length") == "al"
+    summary = {"mean_tpot_ms": SimpleNamespace(lo=2.0, median=4.0, hi=5.0),
+               "spec_decode_acceptance_length": SimpleNamespace(lo=2.5, median=2.7, hi=2.9)}
+    assert pc.interval_of(summary, "output_speed_per_user") == (200.0, 250.0, 500.0)
+    assert pc.interval_of(summary, "acceptance_length") == (2.5, 2.7, 2.9)
+    assert pc.interval_of(summary, "median_ttft_ms") is None
+    busy = dict(k3, max_concurrency=8)
+    assert "output_speed_per_user" not in pc.measured_figures(busy)
+    text = pc.experiment_text(k3)  # real prompts, not named: fixed lengths, the chat class
+    assert 'dataset_class = "chat"' in text and "ignore_eos = true" in text
