@@ -139,6 +139,7 @@ def _extend_acceptance(base: Any, k: Any) -> tuple[list[str], tuple[str, ...]]:
     """A swept k beyond the spec's measured positions: repeat the last conditional rate (said in
     a note), so that `--set speculative.num_speculative_tokens=1,...,5` works on a k=3 table."""
     from mtpsim.metrics import conditional_to_marginal, marginal_to_conditional
+    from mtpsim.spec.fields import FLOAT_RANGE
 
     a = base.acceptance
     if (base.calibration.file or not isinstance(k, int) or isinstance(k, bool)
@@ -148,6 +149,9 @@ def _extend_acceptance(base: Any, k: Any) -> tuple[list[str], tuple[str, ...]]:
     cond = marginal_to_conditional(rates) if a.kind == "marginal" else rates
     cond = cond + [cond[-1]] * (k - len(cond))
     new = conditional_to_marginal(cond) if a.kind == "marginal" else cond
+    # far positions' marginal rates underflow the numbers check's smallest magnitude (k >= 53 on
+    # the PR's rates): a rate below it is 0, which the check accepts and no run can tell apart
+    new = [x if x >= FLOAT_RANGE[0] else 0.0 for x in new]
     note = (f"k={k}: acceptance positions {len(rates)}..{k - 1} extrapolated "
             f"(last conditional rate {cond[len(rates) - 1]:.4f} repeated)")
     return [f"acceptance.per_position=[{', '.join(f'{x:.6g}' for x in new)}]"], (note,)
