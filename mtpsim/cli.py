@@ -50,9 +50,27 @@ def main() -> None:
         gc.freeze()
 
 
+def empty_flag(args: list[str]) -> str | None:
+    """The first flag given an empty value (`--out ''`, `--out=`), or None. No mtpsim flag means
+    anything by '': a path would become the current folder (an unset shell variable in a script
+    would write results into it, or resume from what is there)."""
+    for i, word in enumerate(args):
+        if word == "--":
+            return None
+        if word.startswith("--") and "=" in word and not word.partition("=")[2].strip():
+            return word.partition("=")[0]
+        if word.startswith("-") and len(word) > 1 and "=" not in word and i + 1 < len(args) \
+                and not args[i + 1].strip():
+            return word
+    return None
+
+
 def _run(args: list[str]) -> None:
     from mtpsim.cliopts import params_of, parse
 
+    if (flag := empty_flag(args)) is not None:
+        print_error(f"{flag}: expected a value, got an empty string (an unset shell variable?)")
+        raise SystemExit(2)
     name = args[0] if args and args[0] in dict(COMMANDS) else None
     if name is not None:
         fn = command_function(name)
