@@ -20,7 +20,8 @@ def sweep(
     experiment: Annotated[Path, typer.Argument(help="Experiment TOML, e.g. experiments/pr47352.toml.")],
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="An axis: section.key=v1,v2,... (repeatable; the grid is every combination). "
-        "One value is a plain override. Lists keep their brackets: policies=[\"fresh\",\"share\"]."
+        "One value is a plain override. Lists keep their brackets (quote them for the shell): "
+        "--set 'policies=[\"fresh\",\"share\"]'."
         " A relative path (calibration.file) is from the current folder.")] = None,
     jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", min=1, help="Worker processes (default: the usable cores), e.g. -j 2 "

@@ -331,8 +331,10 @@ def _policies(raw: Mapping[str, Any], built: dict[str, Any], source: str,
     dense = FAMILIES[family].dense_attention
     policies = raw.get("policies", list(NO_REUSE_POLICIES) if dense else ["fresh", "share"])
     psrc = OVERRIDE_SOURCE if ("policies",) in overridden else source
-    if isinstance(policies, str):
-        policies = [p.strip() for p in policies.split(",")]
+    if isinstance(policies, str):  # "fresh,share", or a list whose quotes the shell took: [fresh,share]
+        text = policies.strip()
+        text = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+        policies = [p.strip().strip("'\"") for p in text.split(",")]
     if (not isinstance(policies, list) or not policies
             or any(p not in POLICIES for p in policies) or len(set(policies)) != len(policies)):
         raise SpecError(psrc, "policies", "expected a non-empty list of distinct policies from "
