@@ -98,10 +98,7 @@ def load_inputs(inputs: list[str]) -> list[Result]:
             raise UserError(path, None, "expected a folder holding result files (*.json)")
         for f in files:
             res = load_result(f)
-            if label:
-                res.policy = label
-            elif res.policy is None:
-                res.policy = f.stem
+            res.policy = _policy_of(res.policy, label, f, labels)
             key = ("sim" if res.mode == "simulate" else "real", res.policy)
             if key in seen and seen[key].resolve() == f.resolve():
                 continue  # the same file named twice
@@ -112,6 +109,23 @@ def load_inputs(inputs: list[str]) -> list[Result]:
             seen[key] = f
             out.append(res)
     return out
+
+
+def _policy_of(own: str | None, label: str, f: Path, labels: tuple[str, ...]) -> str:
+    """A result's policy: its own, which a POLICY= label must not contradict (the A/B would be
+    flipped without a word); a label for a file that names none (a vLLM bench JSON); else the file
+    name when it is a policy's (fresh.json)."""
+    if own is not None and own not in labels:
+        raise UserError(f, "policy", f"expected one of {', '.join(labels)}, got {own!r}")
+    if label and own is not None and label != own:
+        raise UserError(f, "policy", f"labelled {label}= but the file is a {own} result: drop the "
+                        f"label, or label it {own}=")
+    if label or own is not None:
+        return label or own  # type: ignore[return-value]
+    if f.stem in labels:
+        return f.stem
+    raise UserError(f, "policy", "expected a result that names its policy, got none (a vLLM bench "
+                    f"JSON?): label each such file, e.g. compare fresh={f} share=OTHER.json")
 
 
 def _check_not_named_twice(path: Path, arg: tuple[int, str], named: dict[Path, tuple[int, str]]) -> None:
