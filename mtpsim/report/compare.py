@@ -56,14 +56,16 @@ def ab_table(rep: ABReport, mode: str) -> Table:
     t = Table(title=title, title_justify="left", caption_justify="left")
     rounds = max((r.rounds for r in rep.rows), default=0)
     t.caption = ("Acceptance: request-level bootstrap CI. Timings: Student t over "
-                 + (f"{rounds} paired interleaved rounds (Delta % their mean, CI in % of A)" if rounds else
+                 + (f"{rounds} paired interleaved rounds (Paired Δ %: the mean of the rounds' % "
+                    "deltas, the CI's centre, whose sign may differ from Delta, the pooled runs' "
+                    "difference; CI in % of A)" if rounds else
                     "paired interleaved rounds, which these results lack (run-real --rounds)")
                  + ". Verdicts against a region of practical equivalence (R): " + _rope_words(rep)
                  + "; P(Δ>+R) the probability the delta lies above it.")
     if not has_ci:
         t.caption = ("No 95% CI column: these results carry no per-request records or rounds (a vLLM "
                      "bench JSON or a transcribed table).")
-    cols = ("Metric", rep.policy_a, rep.policy_b, "Delta", "Delta %",
+    cols = ("Metric", rep.policy_a, rep.policy_b, "Delta", "Paired Δ %" if rounds else "Delta %",
             *(("95% CI", "P(Δ>+R)") if has_ci else ()), "Verdict")
     for col in cols:
         t.add_column(col, justify="left" if col in ("Metric", "Verdict") else "right")
