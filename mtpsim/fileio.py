@@ -143,6 +143,25 @@ def output_dir(path: str | Path, option: str) -> Path:
     return path
 
 
+def refuse_other_command_outputs(folder: Path, sweep: bool) -> None:
+    """A sweep's --out (sweep.json, points/) and a simulate or run-real --out (one result per
+    policy) are different folders: written into one another they mixed silently, and `compare
+    DIR` then refused the folder. `sweep`: the folder is for a sweep."""
+    from mtpsim.policies import NO_MTP, POLICIES
+
+    if not folder.is_dir():
+        return
+    if sweep:
+        held = sorted(p.name for p in folder.glob("*.json") if p.stem in (*POLICIES, NO_MTP))
+        if held:
+            raise UserError("--out", str(folder), f"expected a sweep's folder or a new one, got one "
+                            f"holding simulate or run-real results ({', '.join(held)}): give the "
+                            "sweep its own --out")
+    elif (folder / "sweep.json").exists() or (folder / "points").is_dir():
+        raise UserError("--out", str(folder), "expected a results folder or a new one, got a sweep's "
+                        "(sweep.json, points/): give this run its own --out")
+
+
 def future_dir(path: str | Path, option: str) -> Path:
     """Check, before any work and without creating it, that a folder written only on some
     outcome (advise's --point-dir) could be: its nearest existing ancestor is a writable folder."""

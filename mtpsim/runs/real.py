@@ -78,7 +78,7 @@ def prepare(experiment: Path, engine: str, *, out: Path | None, sets: list[str],
     """The backend, the spec under the flags, the refusals and --out checked, the rounds planned
     and the policies already finished in --out found, before any engine starts."""
     from mtpsim.extras import require_engine
-    from mtpsim.fileio import output_dir
+    from mtpsim.fileio import output_dir, refuse_other_command_outputs
     from mtpsim.real import backend
     from mtpsim.spec import load_experiment
 
@@ -117,6 +117,7 @@ def prepare(experiment: Path, engine: str, *, out: Path | None, sets: list[str],
     if not caps.served and (trace or bench_client != "mtpsim"):
         raise UserError(None, "--trace" if trace else "--bench-client",
                         "applies to --engine vllm or --server runs")
+    refuse_other_command_outputs(out, sweep=False)
     output_dir(out, "--out")  # before the run: a finished run must have somewhere to go
     from mtpsim.real import run as real_run
 

@@ -108,6 +108,9 @@ def check_outputs(out: Path | None, plot: Path | None, save_calibration: Path | 
         if folder is not None:
             output_dir(folder, flag)
     if out is not None:
+        from mtpsim.fileio import refuse_other_command_outputs
+
+        refuse_other_command_outputs(out, sweep=False)
         refuse_real_results(out)
     if save_calibration is not None:
         output_file(save_calibration, "--save-calibration")

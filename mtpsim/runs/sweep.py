@@ -86,6 +86,10 @@ def prepare(experiment: Path, sets: list[str], *, engine: str | None, server: bo
                 raise type(e)(e.source, e.field, f"{e.expected} (at {at})" if at else e.expected) from None
     if engine is not None and out is None:
         out = Path("runs") / f"{experiment.stem}-{engine}-sweep"
+    if out is not None:
+        from mtpsim.fileio import refuse_other_command_outputs
+
+        refuse_other_command_outputs(out, sweep=True)
     for folder, flag in ((out, "--out"), (plot, "--plot")):
         if folder is not None:
             output_dir(folder, flag)
