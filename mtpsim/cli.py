@@ -17,6 +17,7 @@ from typing import Any
 
 from mtpsim import blas_threads
 from mtpsim.clirun import COMMANDS, command_function, exits_on_user_error, print_error, run_parsed
+from mtpsim.console import degrade_unencodable
 
 __all__ = ["COMMANDS", "exits_on_user_error", "main", "print_error"]
 
@@ -40,6 +41,9 @@ def main() -> None:
     # command line imports it only inside a command); a caller's own setting wins, and the
     # engines run-real starts get the caller's environment (mtpsim.blas_threads).
     blas_threads.limit()
+    # Windows gives redirected output cp1252, which has no − or Δ: print stand-ins, not a traceback
+    for stream in (sys.stdout, sys.stderr):
+        degrade_unencodable(stream)
     try:
         _run(sys.argv[1:])
     finally:

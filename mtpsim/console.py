@@ -4,16 +4,57 @@ A module-level `rich.console.Console()` reads COLUMNS once, when its module is i
 keeps the sys.stdout of that moment's settings: a second command in the same process (the test
 suite's CliRunner, a notebook) would then print at the first command's width. `StdConsole`
 builds the Console afresh whenever the stream or COLUMNS changed and forwards everything to it.
+
+`degrade_unencodable` lets a stream that cannot encode mtpsim's characters (Windows' cp1252 for
+redirected output: no − or Δ) print ASCII stand-ins instead of raising UnicodeEncodeError.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+
+# ASCII stand-ins, one character each where the character can sit in a table cell (rich measures
+# the cell before the stream encodes it); what is not listed is written as "?"
+ASCII_STAND_INS = {
+    "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u0394": "d", "\u00b5": "u", "\u03bc": "u",
+    "\u00b7": ".", "\u2022": "*", "\u00d7": "x", "\u00b1": "+-", "\u2264": "<=", "\u2265": ">=",
+    "\u2248": "~", "\u2026": "...", "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
+    "\u00b2": "2", "\u00b9": "1", "\u00b3": "3", "\u00a7": "S",
+    **dict.fromkeys("\u2500\u2501", "-"), **dict.fromkeys("\u2502\u2503", "|"),
+    **dict.fromkeys("\u250c\u250f\u2510\u2513\u2514\u2517\u2518\u251b\u252c\u2533\u2534"
+                    "\u253b\u251c\u2521\u2524\u2529\u253c\u2547", "+"),
+    **dict.fromkeys("\u2588\u2589\u258a\u258b\u258c\u258d\u258e\u258f", "#"),
+}
+ERRORS = "mtpsim-ascii"
+
+
+def _ascii_stand_in(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start:exc.end]
+    return "".join(ASCII_STAND_INS.get(ch, "?") for ch in text), exc.end
+
+
+codecs.register_error(ERRORS, _ascii_stand_in)
+
+
+def degrade_unencodable(stream: Any) -> None:
+    """Make `stream` write ASCII stand-ins (else "?") for the characters its encoding lacks,
+    where it would raise: a text stream that is not UTF-8 and has the default strict errors."""
+    encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("_", "-")
+    if encoding.startswith("utf") or getattr(stream, "errors", None) != "strict":
+        return
+    try:
+        stream.reconfigure(errors=ERRORS)
+    except (AttributeError, ValueError, OSError):
+        pass
 
 
 class StdConsole:
