@@ -17,7 +17,7 @@ from typing import Any
 
 from mtpsim import blas_threads
 from mtpsim.clirun import COMMANDS, command_function, exits_on_user_error, print_error, run_parsed
-from mtpsim.console import degrade_unencodable
+from mtpsim.console import degrade_unencodable, ignore_unusable_columns
 
 __all__ = ["COMMANDS", "exits_on_user_error", "main", "print_error"]
 
@@ -44,6 +44,7 @@ def main() -> None:
     # Windows gives redirected output cp1252, which has no − or Δ: print stand-ins, not a traceback
     for stream in (sys.stdout, sys.stderr):
         degrade_unencodable(stream)
+    ignore_unusable_columns()  # COLUMNS=0 (some CI runners): rich would print every line empty
     try:
         _run(sys.argv[1:])
     finally:

@@ -45,6 +45,16 @@ def _ascii_stand_in(exc: UnicodeError) -> tuple[str, int]:
 codecs.register_error(ERRORS, _ascii_stand_in)
 
 
+def ignore_unusable_columns() -> None:
+    """Unset a COLUMNS that names no width (0, negative, not a whole number), for the consoles
+    this process does not make itself (Typer's help and usage errors): at COLUMNS=0 rich prints
+    every line 0 columns wide, i.e. nothing."""
+    from mtpsim.plainprint import usable_columns
+
+    if "COLUMNS" in os.environ and usable_columns() is None:
+        del os.environ["COLUMNS"]
+
+
 def degrade_unencodable(stream: Any) -> None:
     """Make `stream` write ASCII stand-ins (else "?") for the characters its encoding lacks,
     where it would raise: a text stream that is not UTF-8 and has the default strict errors."""
@@ -71,7 +81,12 @@ class StdConsole:
         if self._console is None or key != self._key:
             from rich.console import Console  # on first print: rich costs ~0.05 s to import
 
-            self._console, self._key = Console(stderr=self._stderr), key
+            from mtpsim.plainprint import usable_columns
+
+            environ = None
+            if key[1] is not None and usable_columns() is None:  # COLUMNS=0: as if unset
+                environ = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+            self._console, self._key = Console(stderr=self._stderr, _environ=environ), key
         return self._console
 
     def _stream(self) -> Any:

@@ -286,9 +286,9 @@ def console_width() -> int | None:
     stdout or stderr, else 80; None where rich decides otherwise (Windows, Jupyter)."""
     if os.name == "nt" or hasattr(builtins, "get_ipython"):
         return None
-    columns = os.environ.get("COLUMNS")
-    if columns is not None and columns.isdigit():
-        return int(columns) or None
+    columns = usable_columns()
+    if columns is not None:
+        return columns
     width = None
     for fd in (0, 1, 2):
         try:
@@ -297,6 +297,14 @@ def console_width() -> int | None:
             continue
         break
     return width or 80
+
+
+def usable_columns() -> int | None:
+    """COLUMNS as a width; None where it is unset or names no width (0, negative, not a whole
+    number), which every console treats as unset: rich would print lines 0 columns wide, i.e.
+    nothing at all, not even an error line."""
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isascii() and columns.isdigit() and int(columns) > 0 else None
 
 
 def is_terminal(stream: Any) -> bool | None:
