@@ -117,7 +117,7 @@ def test_calibration_section(raw, key, expected):
 
 @pytest.mark.parametrize("raw, key, expected", [
     ({"reference": {"device": "tpu"}}, "reference.device", "'cuda'"),
-    ({"reference": {"threads": -1}}, "reference.threads", ">= 0"),
+    ({"reference": {"threads": -1}}, "reference.threads", "in [0, 1024]"),
     ({"vllm": {"port": 70000}}, "vllm.port", "[0, 65535]"),
     ({"vllm": {"extra_args": "--x"}}, "vllm.extra_args", "a list of strings"),
     ({"vllm": {"env": {"A": 1}}}, "vllm.env", "a string"),

@@ -59,6 +59,19 @@ def refuse_workload(exp: Experiment) -> None:
         check_workload(exp)
 
 
+def refuse_threads(exp: Experiment) -> None:
+    """More torch threads than the cores this process may use: at 1,024 on 2 cores a 2-request
+    run took 40x as long and its timings measured the oversubscription. One line, before any
+    engine starts."""
+    from mtpsim.runs.executor import default_workers
+
+    cores, threads = default_workers(), exp.reference.threads
+    if threads > cores:
+        where = "--set" if _set_by_flag(exp, ("reference", "reference.threads")) else exp.source
+        raise UserError(where, "reference.threads", f"expected at most the {cores} cores this "
+                        f"process may use (0 = torch's default), got {threads}")
+
+
 def stand_in_note(exp: Experiment) -> str | None:
     """A spec whose model preset is not the reference model's: what the figures are of."""
     if exp.model.preset == PRESET:
@@ -84,6 +97,7 @@ class InProcessReference:
         stands in only for a model of its own family."""
         refuse_top_p(exp)
         refuse_model(exp)
+        refuse_threads(exp)
         refuse_workload(exp)
 
     def runner(self, out: Path, trace: bool = False, bench_client: str = "mtpsim",
@@ -104,6 +118,7 @@ class ServedReference:
         stands in only for a model of its own family."""
         refuse_top_p(exp)
         refuse_model(exp)
+        refuse_threads(exp)
         refuse_workload(exp)
 
     def runner(self, out: Path, trace: bool = False, bench_client: str = "mtpsim",

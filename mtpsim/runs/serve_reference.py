@@ -16,6 +16,7 @@ def options(experiment: Path | None, sets: list[str], *, policy: str, port: int,
     """The server's options (mtpsim.serve_reference.server.ServerOptions) from the command's
     flags; `weights` None means the spec's reference.weights."""
     from mtpsim.engine.runner import resolve_device
+    from mtpsim.real.reference import refuse_threads
     from mtpsim.runs.real import refuse_plain_decoding
     from mtpsim.serve_reference.limits import check_server_limits
     from mtpsim.serve_reference.server import ServerOptions
@@ -28,6 +29,7 @@ def options(experiment: Path | None, sets: list[str], *, policy: str, port: int,
     exp = (load_experiment(experiment, command_line_sets(experiment, sets)) if experiment is not None
            else experiment_from_dict({}, overrides=sets))
     refuse_plain_decoding(exp, "serve-reference")
+    refuse_threads(exp)
     w = weights if weights is not None else resolved(exp.source, "reference.weights",
                                                       exp.reference.weights)
     check_server_limits(weights_config(w), max_model_len, max_num_seqs, exp.k,

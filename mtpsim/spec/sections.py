@@ -63,6 +63,9 @@ _pos = at_least(1)
 _nonneg = at_least(0)
 _PCT_SD = in_range(0, 1000)  # an SD in %: beyond 1000 % it is no model, and exp() overflows
 _MAX_LEN = 10_000_000  # tokens of one prompt or output
+# reference.threads: the most hardware threads of any one machine, with room (torch segfaults
+# when asked for 100,000); a run also refuses more than the cores it may use
+MAX_THREADS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,7 +436,8 @@ class ReferenceSpec:
                           "file's folder, or to the current folder in a --set)",
                           path=True, names=REFERENCE_WEIGHT_NAMES)
     device: str = option("auto", "where it runs", one_of("auto", "cpu", "cuda"))
-    threads: int = option(0, "torch threads (0 = torch's default)", _nonneg)
+    threads: int = option(0, "torch threads (0 = torch's default); a run refuses more than "
+                          "the cores it may use", in_range(0, MAX_THREADS))
     clock: str = option("wall", "time base of every timing: wall, or cpu (the serving thread's "
                         "CPU time, which other processes on a shared machine do not inflate; "
                         "waits for arrivals advance it by the wait; CPU device only)",
