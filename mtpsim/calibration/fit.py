@@ -44,6 +44,7 @@ from mtpsim.calibration.schema import (
 )
 from mtpsim.calibration.shift import MEASURED, PRIOR, PRIOR_SOURCE, WorkloadShift, is_prefill, trace_kind
 from mtpsim.dataclass import dataclass
+from mtpsim.errors import TraceError
 from mtpsim.fileio import portable
 from mtpsim.models.cost import (
     DRAFT_CALLS,
@@ -595,6 +596,7 @@ def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = (),
     check_draft_calls(draft_calls)
     if not traces:
         raise CalibrationError(None, "--trace", "expected at least one trace")
+    refuse_untimed(traces, sources)
     how = None
     if normalise is not None:
         from mtpsim.calibration.normalise import normalised
@@ -623,6 +625,18 @@ def fit_traces(traces: Sequence[Trace], sources: Sequence[str] = (),
         created=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         machine={"normalised": how} if how else {})
     return dataclasses.replace(cal, workload_shift=measure_shift(cal, traces))
+
+
+def refuse_untimed(traces: Sequence[Trace], sources: Sequence[str] = ()) -> None:
+    """A trace the step cost would fit whose every phase is 0 s in every step (a vLLM trace:
+    the plugin times no phase; an edited file) has nothing to fit, and divided by zero: one
+    line naming the file."""
+    for i, tr in enumerate(traces):
+        if tr.policy in POOLED and tr.steps and not any(any(st.phases.values()) for st in tr.steps):
+            why = f"; the trace says: {tr.meta.phases}" if tr.meta.phases else ""
+            raise TraceError(sources[i] if i < len(sources) else "--trace", "steps",
+                             f"expected phase timings to fit the step cost, got 0 s in every "
+                             f"phase of all {len(tr.steps)} steps{why}")
 
 
 def measure_shift(cal: Calibration, traces: Sequence[Trace]) -> WorkloadShift:
