@@ -109,14 +109,27 @@ def check_nesting(obj: Any, source: str | Path, error: type[UserError], where: s
     """Refuse lists/objects nested deeper than MAX_NESTING (walked without recursion), integers
     beyond 64 bits and, if `finite`, numbers that are not finite (TOML may say `inf`)."""
     limit = MAX_NESTING
-    stack = [(obj, 1)]
+    stack: list[tuple[Any, int, str]] = [(obj, 1, "")]  # node, depth, its key path ("a.b[2]")
     while stack:
-        node, depth = stack.pop()
+        node, depth, path = stack.pop()
         if isinstance(node, dict | list):
             if depth > limit:
                 raise error(source, where, f"expected data nested at most {limit} deep")
-            stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            stack.extend((v, depth + 1, _key_path(path, k)) for k, v in items)
         elif finite and isinstance(node, float) and not math.isfinite(node):
-            raise error(source, where, f"expected finite numbers, got {node}")
+            raise error(source, _field(where, path), f"expected a finite number, got {node}")
         elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > 2**63:
-            raise error(source, where, "expected integers of at most 19 digits")
+            raise error(source, _field(where, path), "expected an integer of at most 19 digits, "
+                        f"got {len(str(abs(node)))} digits")
+
+
+def _key_path(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+def _field(where: str | None, path: str) -> str | None:
+    """The field of a value at key path `path` inside the part `where` names (e.g. "line 3")."""
+    return ": ".join(p for p in (where, path) if p) or None
