@@ -36,6 +36,7 @@ class FakeProbe(Probe):
         self.taken_ports: set[int] = set()
         self.reachable: set[tuple[str, int]] = set()
         self.import_errors: dict[str, str] = {}
+        self.absent: set[str] = set()  # modules not installed (every other one is)
         self.extra: dict[str, object] = {}
 
     def python_version(self):
@@ -49,6 +50,9 @@ class FakeProbe(Probe):
 
     def importable(self, module):
         return self.import_errors.get(module)
+
+    def missing(self, module):
+        return module in self.absent
 
     def torch(self):
         return self.torch_info
@@ -119,7 +123,7 @@ def _by_name(probe, exp=None, engine="vllm") -> dict[str, Check]:
 
 def test_a_healthy_node_passes_every_line(probe):
     checks = _by_name(probe)
-    assert list(checks) == ["python", "torch", "gpus", "vllm", "triton", "plugin",
+    assert list(checks) == ["python", "torch", "gpus", "vllm", "packages", "triton", "plugin",
                             "model-runner", "model", "dataset", "ports", "ray"]
     assert {n: c.status for n, c in checks.items() if c.status not in ("OK", "SKIP")} == {}
     assert checks["ray"].status == "SKIP"
@@ -297,3 +301,36 @@ def test_the_command_prints_json_and_exits_by_the_worst_status(probe, monkeypatc
     assert res.exit_code == 1
     out = json.loads(res.output)
     assert [c["name"] for c in out["checks"] if c["status"] == "FAIL"] == ["gpus"]
+
+
+def test_sglang_is_checked_and_its_model_and_dataset_as_for_vllm(probe):
+    """`doctor --engine sglang` never looked for SGLang, and judged the model and dataset as the
+    reference engine's (OK 'reference weights', OK 'held-out text'), whatever the spec said."""
+    probe.import_errors["vllm"] = "vLLM is not needed: never imported"
+    checks = _by_name(probe, engine="sglang")
+    assert checks["packages"].status == "OK" and "sglang" in checks["packages"].detail
+    assert "nvidia/DeepSeek-V3.2-NVFP4" in checks["model"].detail
+    assert checks["dataset"].detail == str(SPEED / "throughput_16k.jsonl")
+    probe.absent.add("sglang")
+    c = _one_fail(probe, "packages", engine="sglang")
+    assert c.detail == "sglang is not installed (--engine sglang needs the 'sglang' extra)"
+    assert "docs.sglang.io" in c.fix
+    probe.absent.clear()
+    probe.import_errors["sglang"] = "ImportError: libcudart.so.13: cannot open shared object file"
+    assert "sglang does not import: ImportError: libcudart" in _one_fail(
+        probe, "packages", engine="sglang").detail
+    del probe.import_errors["sglang"]
+    assert "workload.dataset_path is empty" in _one_fail(
+        probe, "dataset", _exp("workload.dataset_path=''"), engine="sglang").detail
+    probe.cache.clear()
+    assert _by_name(probe, engine="sglang")["model"].detail.endswith(
+        "not in the local Hugging Face cache; the server would download it first")
+
+
+def test_a_missing_extra_of_the_engine_fails_its_line(probe):
+    probe.absent.add("aiohttp")
+    c = _one_fail(probe, "packages")
+    assert c.detail == "aiohttp is not installed (--engine vllm needs the 'serve' extra)"
+    assert c.fix == "pip install -e '.[serve]'"
+    probe.absent = {"vllm"}  # the vllm line judges vLLM itself
+    assert _by_name(probe)["packages"].status == "OK"

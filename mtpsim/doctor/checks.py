@@ -121,7 +121,8 @@ def vllm(c: Context) -> Check:
     v = c.probe.package_version("vllm")
     if v is None:
         if not c.vllm:
-            return Check("vllm", SKIP, "vLLM not installed (not needed for --engine reference)")
+            return Check("vllm", SKIP, f"vLLM not installed (not needed for "
+                         f"{backend(c.engine).flag})")
         return Check("vllm", FAIL, "vLLM is not installed", GPU_ROUTE)
     if v != SUPPORTED_VLLM:
         return Check("vllm", FAIL if c.vllm else WARN, f"vLLM {v}; the plugin supports "
@@ -129,6 +130,31 @@ def vllm(c: Context) -> Check:
     if problem := c.probe.speculator_problem():
         return Check("vllm", FAIL, problem, f"reinstall vllm=={SUPPORTED_VLLM}")
     return Check("vllm", OK, f"vLLM {v}; its MTP speculator has the shape the plugin patches")
+
+
+def packages(c: Context) -> Check:
+    """The extras the engine needs (mtpsim.extras) are installed, and the engine's own package
+    imports (the vLLM lines judge vLLM without importing it: tens of seconds)."""
+    from mtpsim.extras import EXTRAS
+
+    judged = set(c.caps.node_modules) if c.vllm else set()
+    names, modules = [], []
+    for extra in c.caps.extras:
+        mods, install = EXTRAS[extra]
+        names.append(repr(extra))
+        for m in mods:
+            modules.append(m)
+            if m not in judged and c.probe.missing(m):
+                return Check("packages", FAIL, f"{m} is not installed ({backend(c.engine).flag} "
+                             f"needs the {extra!r} extra)", install)
+    for m in c.caps.node_modules:
+        if m not in judged and not m.startswith("mtpsim") and (err := c.probe.importable(m)):
+            extra = next((e for e in c.caps.extras if m in EXTRAS[e][0]), None)
+            return Check("packages", FAIL, f"{m} does not import: {err}",
+                         EXTRAS[extra][1] if extra else f"reinstall {m}")
+    shown = [m for m in modules if m not in judged]
+    return Check("packages", OK, f"the {' and '.join(names)} extra{'s' * (len(names) > 1)}: "
+                 f"{', '.join(shown)} installed" if shown else "nothing to install")
 
 
 def triton(c: Context) -> Check:
@@ -182,7 +208,7 @@ def model_runner(c: Context) -> Check:
 def model(c: Context) -> Check:
     if c.exp is None:
         return Check("model", SKIP, "no experiment given")
-    if not c.vllm:
+    if c.caps.own_model is not None:  # the engine runs its own model, not model.name
         return Check("model", OK, f"reference weights {c.exp.reference.weights!r}")
     name = c.exp.model.name
     if not name:
@@ -199,7 +225,7 @@ def model(c: Context) -> Check:
             offline = c.probe.env("HF_HUB_OFFLINE") in ("1", "true", "yes")
             return Check("model", FAIL if offline else WARN, f"{where}: not in the local "
                          "Hugging Face cache" + (" and HF_HUB_OFFLINE is set" if offline else
-                                                 "; `vllm serve` would download it first"),
+                                                 "; the server would download it first"),
                          f"hf download {name}")
     cfg = c.probe.read_json(cfg_path) if cfg_path is not None else None
     if cfg is None:
@@ -218,9 +244,10 @@ def dataset(c: Context) -> Check:
     if c.exp is None:
         return Check("dataset", SKIP, "no experiment given")
     w = c.exp.workload
-    if w.dataset == "random" or not c.vllm:
-        return Check("dataset", OK, "random token-id prompts (no files)" if c.vllm
-                     else "held-out text shipped with the reference engine")
+    own = c.caps.own_model is not None  # its prompts: text shipped with its own model
+    if w.dataset == "random" or own:
+        return Check("dataset", OK, "held-out text shipped with the reference engine" if own
+                     else "random token-id prompts (no files)")
     if not w.dataset_path:
         return Check("dataset", FAIL, "workload.dataset_path is empty (speed-bench)",
                      "--set workload.dataset_path=DIR (docs/real-mode.md: prepare.py)")
@@ -263,8 +290,8 @@ def ray(c: Context) -> Check:
     return Check("ray", OK, f"ray {v}" + (f", RAY_ADDRESS={address}" if address else ""))
 
 
-CHECKS: tuple[Callable[[Context], Check], ...] = (python, torch, gpus, vllm, triton, plugin,
-                                                   model_runner, model, dataset, ports, ray)
+CHECKS: tuple[Callable[[Context], Check], ...] = (python, torch, gpus, vllm, packages, triton,
+                                                   plugin, model_runner, model, dataset, ports, ray)
 
 
 def run_checks(ctx: Context,

@@ -52,6 +52,12 @@ class Probe:
         except importlib.metadata.PackageNotFoundError:
             return None
 
+    def missing(self, module: str) -> bool:
+        """True if `module` is not installed (found without importing it)."""
+        from mtpsim.extras import missing
+
+        return missing(module)
+
     def importable(self, module: str) -> str | None:
         """None if `module` imports, else the error."""
         try:
