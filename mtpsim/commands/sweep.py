@@ -99,7 +99,8 @@ def sweep(
             if plot is not None:  # written as without --json; stdout stays one JSON document
                 from mtpsim.report.plots import sweep_plots
 
-                sweep_plots(run.rows, run.keys, plot)
+                if not sweep_plots(run.rows, run.keys, plot):
+                    err_console.print(f"note: {report.NO_PLOT}", highlight=False)
         else:
             report.print_sweep(console, run, plot, out)
         report.print_failed(err_console, run.failed)

@@ -103,6 +103,10 @@ def sweep_json(run: SweepRun) -> dict[str, Any]:
     return {**real_summary(run), "points": run.points, "resumed": run.resumed, "wall_s": run.wall_s}
 
 
+# the grid had an axis to plot (sweep checks first), but its points did not finish
+NO_PLOT = "no plot: no axis has two or more finished values to plot against"
+
+
 def print_sweep(console: StdConsole, run: SweepRun, plot: Path | None = None,
                 out: Path | None = None) -> None:
     """The table, the notes, the plots written to `plot` and the closing line."""
@@ -119,8 +123,11 @@ def print_sweep(console: StdConsole, run: SweepRun, plot: Path | None = None,
     if plot is not None:
         from mtpsim.report.plots import sweep_plots
 
-        for p in sweep_plots(run.rows, run.keys, plot):
+        written = sweep_plots(run.rows, run.keys, plot)
+        for p in written:
             console.print(f"plot: {p}", highlight=False)
+        if not written:
+            console.print(f"note: {NO_PLOT}", highlight=False)
     if run.plan is None:
         kept = f" ({run.resumed} resumed from {out})" if out is not None else ""  # no --out: none kept
         console.print(f"{run.points} point{'s' * (run.points != 1)}{kept} in {run.wall_s:.1f} s wall "

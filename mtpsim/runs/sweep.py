@@ -84,6 +84,10 @@ def prepare(experiment: Path, sets: list[str], *, engine: str | None, server: bo
             except UserError as e:  # name the grid point whose values it refuses
                 at = ", ".join(f"{k}={v}" for k, v in point.values.items())
                 raise type(e)(e.source, e.field, f"{e.expected} (at {at})" if at else e.expected) from None
+    if plot is not None and not any(len(a.values) >= 2 for a in axes):  # before any folder or run
+        raise UserError(None, "--plot", "expected a grid with an axis of two or more values to plot "
+                        "against (e.g. --set workload.max_concurrency=1,4), got "
+                        f"{len(points)} point{'s' * (len(points) != 1)} and no such axis")
     if engine is not None and out is None:
         out = Path("runs") / f"{experiment.stem}-{engine}-sweep"
     if out is not None:
