@@ -53,7 +53,7 @@ def test_interrupt_terminates_workers_and_keeps_finished_points(tmp_path, sig):
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
     (line,) = [ln for ln in err.splitlines() if ln.startswith("interrupted: ")]
-    assert "finished points in" in line and "not kept:" in line
+    assert " finished in " in line and "not kept:" in line
     assert line.split("resume: ", 1)[1].split()[:3] == ["mtpsim", "sweep", cmd[4]]
     assert line.endswith(f"--out {out} --set speculative.num_speculative_tokens=1,2,3,4,5 --set "
                          "workload.max_concurrency=1,2,4,8,16,32 -j 2")

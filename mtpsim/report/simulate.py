@@ -133,7 +133,15 @@ def print_run(console: StdConsole, run: SimulateRun, *, plot: Path | None = None
     for line in kv_lines(results):
         console.print(line, highlight=False)
     sim_s = sum(float(r.get("duration")) for r in results.values())
-    console.print(f"simulated {sim_s:.1f} s of serving in {run.wall_s:.2f} s wall "
-                  f"({sim_s / run.wall_s:,.0f}x real time)", highlight=False)
+    served = f"{sim_s:.1f}" if sim_s >= 1 else f"{sim_s:.2g}"  # 0.02 s, not 0.0 s
+    speed = f" ({times(sim_s / run.wall_s)} real time)" if run.wall_s > 0 else ""
+    console.print(f"simulated {served} s of serving in {run.wall_s:.2f} s wall{speed}",
+                  highlight=False)
     if written:
         console.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
+
+
+def times(ratio: float) -> str:
+    """A speed ratio: '2,345x' whole from 100 up, else two significant figures ('0.21x', '12x'),
+    where a short run printed '0x'."""
+    return f"{ratio:,.0f}x" if ratio >= 99.5 else f"{ratio:.2g}x"

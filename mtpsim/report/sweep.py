@@ -88,9 +88,13 @@ def interrupted(out: Path | None, kept: int, total: int, argv: list[str]) -> str
     """The Ctrl-C line: the finished points kept in --out, those not, and the rerun."""
     from mtpsim.report.interrupt import interrupted_line, resume_argv
 
-    done = [f"{kept} finished points in {out / 'points'}"] if out and kept else []
+    done = [f"{_points(kept)} finished in {out / 'points'}"] if out and kept else []
     resume = resume_argv("sweep", argv[0], str(out), argv[1:]) if out else None
-    return interrupted_line(done, [f"{total - kept} points"], resume)
+    return interrupted_line(done, [_points(total - kept)], resume)
+
+
+def _points(n: int) -> str:
+    return f"{n} point{'s' * (n != 1)}"
 
 
 def sweep_json(run: SweepRun) -> dict[str, Any]:
@@ -115,8 +119,9 @@ def print_sweep(console: StdConsole, run: SweepRun, plot: Path | None = None,
     if run.plan is None:
         title = f"{run.experiment} sweep: {_size(run.points, run.rows)} (simulated)"
     else:
-        title = (f"{run.experiment} sweep: {run.points} points x policies "
-                 f"({run.plan.engine}, mean of {run.plan.repeats} repeats)")
+        repeats = run.plan.repeats
+        title = (f"{run.experiment} sweep: {_size(run.points, run.rows)} ({run.plan.engine}, "
+                 + (f"mean of {repeats} repeats)" if repeats > 1 else "1 repeat)"))
     print_table(console, sweep_table(run.rows, run.keys, title), keep=len(run.keys) + 1)
     for n in run.notes:
         console.print(f"note: {n}", highlight=False)

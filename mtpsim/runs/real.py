@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
 Start = Callable[[str, str, int], Callable[[int, int], None]]
 DEFAULT_ENGINE = "reference"  # --engine's default (mtpsim.real.ENGINES lists them all)
 MAX_ARRIVAL_SPAN_S = 86_400.0  # a real run's requests arrive within a day of wall clock
+SLOW_ARRIVALS_S = 60.0  # arrivals spanning this long are announced before the run
 
 
 def refuse_plain_decoding(exp: Experiment, command: str) -> None:
@@ -44,6 +45,17 @@ def check_wall_clock(exp: Experiment) -> None:
                         "workload.request_rate", f"expected arrivals within "
                         f"{MAX_ARRIVAL_SPAN_S:,.0f} s of wall clock on a real run "
                         f"({w.num_prompts} requests at {w.request_rate:g}/s span {span:.3g} s)")
+
+
+def arrival_note(exp: Experiment) -> str | None:
+    """A run whose arrivals alone take a minute or more says so up front: at request_rate 0.001
+    two requests waited ~1,000 s apart, and off a terminal (no bars) nothing was printed."""
+    w = exp.workload
+    span = w.num_prompts / w.request_rate  # 0 at an infinite rate
+    if span < SLOW_ARRIVALS_S:
+        return None
+    return (f"note: {w.num_prompts} requests at workload.request_rate {w.request_rate:g}/s arrive "
+            f"over about {span:,.0f} s ({span / 60:,.0f} min) of each policy's run")
 
 
 @dataclass(slots=True)
@@ -149,6 +161,8 @@ def run(setup: RealSetup, bench_client: str, probe_on: bool,
 
         smoke_run.prepare_model((setup.out / "smoke-model").absolute())
     if caps.note is not None and (note := caps.note(setup.exp)):
+        say(note)
+    if note := arrival_note(setup.exp):
         say(note)
     state = real_run.RealRun(setup.exp, setup.out, setup.plan)
     # recorded in each result, so a resume command read from it repeats them (a smoke run's: none)

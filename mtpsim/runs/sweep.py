@@ -205,9 +205,11 @@ def simulated(experiment: Path, sets: list[str], axes: list, points: list, out: 
 
         atomic_write_json(out / "sweep.json", {"experiment": str(experiment), "sets": sets,
                                                "axes": keys, "rows": rows})
-    return SweepRun(str(experiment), sets, keys, len(points), rows, wall,
-                    sum(1 for r in ordered if r.get("resumed")), [],
-                    sorted({n for r in ordered for n in r.get("notes", [])}), nodes, jobs)
+    resumed = sum(1 for r in ordered if r.get("resumed"))
+    # the workers that ran (the executor starts no more than the points it runs), not -j's
+    return SweepRun(str(experiment), sets, keys, len(points), rows, wall, resumed, [],
+                    sorted({n for r in ordered for n in r.get("notes", [])}), nodes,
+                    min(jobs, max(1, len(points) - resumed)))
 
 
 def real(experiment: Path, sets: list[str], axes: list, points: list, out: Path, nodes: Any,

@@ -35,9 +35,16 @@ def check_server_limits(config: dict[str, Any], max_model_len: int, max_num_seqs
         raise UserError(None, "--max-num-seqs", f"expected at most {MAX_NUM_SEQS}, got {max_num_seqs}")
     per_token = (int(config.get("n_layer", 1)) + 1) * (2 * int(config.get("dim", 1))
                                                        + int(config.get("index_head_dim", 0)))
-    need = max_num_seqs * (max_model_len + k + 1) * per_token * FLOAT_BYTES
+    per_seq = (max_model_len + k + 1) * per_token * FLOAT_BYTES
     have = physical_memory_bytes() // 2
-    if need > have:
-        raise UserError(None, "--max-num-seqs", f"expected a KV cache within half this machine's "
-                        f"memory ({have / 2**30:.1f} GiB): {max_num_seqs} x {max_model_len} "
-                        f"tokens need {need / 2**30:.1f} GiB")
+    if max_num_seqs * per_seq <= have:
+        return
+    within = f"within half this machine's memory ({have / 2**30:.1f} GiB)"
+    if per_seq > have:  # one sequence alone does not fit: the length is what to lower
+        longest = have // (per_token * FLOAT_BYTES) - k - 1
+        raise UserError(None, "--max-model-len", f"expected at most {longest:,} tokens (one "
+                        f"sequence's KV cache {within}), got {max_model_len:,} "
+                        f"({per_seq / 2**30:.1f} GiB a sequence)")
+    raise UserError(None, "--max-num-seqs", f"expected at most {have // per_seq:,} sequences of "
+                    f"--max-model-len {max_model_len:,} tokens (their KV cache {within}), got "
+                    f"{max_num_seqs:,} ({max_num_seqs * per_seq / 2**30:.1f} GiB)")

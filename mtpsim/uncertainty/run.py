@@ -244,7 +244,7 @@ def propagate(experiment: str, overrides: Sequence[str], n: int, jobs: int | Poo
                        fitted_acceptance=cal is not None)
     reps = len(cal.bootstrap) if cal is not None else 0
     run = UncertaintyRun(experiment, exp, [], [], [], n, dom, ext, spread, cal is not None, reps,
-                         jobs=as_pool(jobs).size, calibration=cal)
+                         jobs=min(as_pool(jobs).size, max(1, n)), calibration=cal)
     if cal is not None and not reps:
         run.notes.append(f"{cal.path} holds no bootstrap refits: the intervals carry the "
                          "discrepancy term and the simulator's sampling only (refit with "
