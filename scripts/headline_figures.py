@@ -27,6 +27,7 @@ UNCERTAINTY = DATA / "pr47352-uncertainty" / "summary.json"
 LONG_CONTEXT = DATA / "long-context-v3" / "summary.json"
 COVERAGE = DATA / "heldout-v20" / "score.json"
 PUBLIC = DATA / "public" / "scores" / "host-prior-test-after-main-e1b3cc7.json"  # the latest score
+KPAIR = DATA / "public" / "scores" / "trtllm-blog1-kpair-main-81677f7.json"  # the k = 0 vs k = 3 pair
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,21 @@ def production_scale() -> list[Figure]:
             Figure("the median error of the predicted median", each("median_abs_error_pct"), src)]
 
 
+def mtp_on_off() -> list[Figure]:
+    """The public k = 0 vs k = 3 pair (TensorRT-LLM blog 1, DeepSeek-R1 on 8 x B200, one request
+    at a time): the measured per-user speed-up against mtpsim's on shared draws, and how far the
+    predicted speeds sit from the measured ones."""
+    rows = {r["k"]: r for r in _json(KPAIR)["rows"]}
+    k3 = rows[3]
+    src = f"{_rel(KPAIR)} (python benchmarks/kpair_trtllm_blog1.py --draws 32)"
+    off = [100 * (r["speed"]["median"] / r["measured_speed"] - 1) for r in rows.values()]
+    return [Figure("k = 3 over no MTP, per-user output speed, measured", f"{k3['measured_ratio']:.2f}x", src),
+            Figure("predicted on shared draws (90 %)",
+                   f"{k3['ratio']['median']:.2f}x [{k3['ratio']['lo']:.2f}, {k3['ratio']['hi']:.2f}]", src),
+            Figure("every per-user speed predicted too fast by",
+                   f"{min(off):.0f}-{max(off):.0f} %", src)]
+
+
 def reference_cpu() -> list[Figure]:
     from mtpsim.compare import ab_compare
 
@@ -249,7 +265,8 @@ def figures() -> list[tuple[str, list[Figure]]]:
             ("Reference engine on a CPU", reference_cpu()),
             ("Long contexts on the reference engine", long_context()),
             ("Are the intervals honest", coverage()),
-            ("Production scale: public measurements", production_scale())]
+            ("Production scale: public measurements", production_scale()),
+            ("MTP on vs off, a public pair", mtp_on_off())]
 
 
 def validation_figures() -> list[tuple[str, list[Figure]]]:
