@@ -110,6 +110,10 @@ GREEDY_CLIENT_MARK = "sglang-bench-serving"
 TRTLLM_BENCH_MARK = "trtllm-bench"
 # rows whose run stored its KV cache in FP8 (the source says so): engine.kv_cache_dtype = "fp8"
 FP8_KV_MARK = "kv-cache:fp8"
+# rows measured by SGLang's bench_serving at its default --random-range-ratio 0: each length uniform
+# from 1 to the stated one; the row's lengths are the means of the printed totals, so the experiment
+# draws uniformly from 1 to twice that mean less one (the same mean, the same shape)
+RANGE_RATIO0_MARK = "random-range-ratio:0"
 
 
 def load() -> tuple[list[dict], dict[str, str]]:
@@ -217,6 +221,12 @@ def experiment_text(row: dict) -> str:
                   "ignore_eos = false"]
     elif real:
         lines += ["ignore_eos = true  # the source's stated ISL / OSL (its dataset is not named)"]
+    elif RANGE_RATIO0_MARK in row["marks"]:
+        lines += ['input_len_distribution = "uniform"  # bench_serving: 1 .. the stated length',
+                  f"input_len_spread = {1 - 1 / round(row['input_len']):.6f}",
+                  'output_len_distribution = "uniform"',
+                  f"output_len_spread = {1 - 1 / round(row['output_len']):.6f}",
+                  "ignore_eos = true  # bench_serving ignores EOS unless told not to"]
     else:
         lines += ["ignore_eos = true  # the source's token totals are exactly prompts x output_len"]
     if row["max_concurrency"]:

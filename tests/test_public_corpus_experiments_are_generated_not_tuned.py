@@ -126,3 +126,19 @@ def test_per_user_speed_is_scored_as_one_over_tpot_and_acceptance_length_as_mtps
     assert "output_speed_per_user" not in pc.measured_figures(busy)
     text = pc.experiment_text(k3)  # real prompts, not named: fixed lengths, the chat class
     assert 'dataset_class = "chat"' in text and "ignore_eos = true" in text
+
+
+def test_bench_serving_default_range_ratio_draws_lengths_from_one():
+    """SGLang's bench_serving at its default --random-range-ratio 0 draws each length uniformly
+    from 1 to the stated one: the experiment draws uniformly from 1 with the row's mean."""
+    import numpy as np
+
+    from mtpsim.sim.entities import draw_lengths
+
+    row = next(r for r in ROWS if r["id"] == "sglang-cookbook-r1-b200-tp8-random1kx1k-c100")
+    exp = load_experiment(pc.EXPERIMENTS / f"{row['id']}.toml")
+    w = exp.workload
+    assert (w.input_len_distribution, w.output_len_distribution) == ("uniform", "uniform")
+    x = draw_lengths(np.random.default_rng(0), 20000, w.input_len, "uniform", w.input_len_spread)
+    assert x.min() == 1 and x.max() == 2 * w.input_len - 1
+    assert abs(x.mean() / row["input_len"] - 1) < 0.01
