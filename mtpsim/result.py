@@ -150,6 +150,11 @@ def _refuse_sweep_files(obj: Any, path: Path) -> None:
     `mtpsim sweep --out DIR`): say what it is, rather than blaming a missing `duration`."""
     if not isinstance(obj, dict) or "schema" in obj:
         return
+    if {"draws_n", "summary", "draws"} <= set(obj):
+        raise ResultError(path, None, "expected a result JSON (what mtpsim simulate or run-real "
+                          "writes as DIR/POLICY.json), got the draws of simulate --uncertainty "
+                          "(DIR/uncertainty.json): its intervals are the table it printed, or its "
+                          "--json; compare reads the results of a plain simulate or run-real --out")
     point = obj.get("format") == "mtpsim-sweep-point"
     if point or ({"axes", "rows"} <= set(obj) and "engine" not in obj):
         what = "a simulated sweep's point" if point else "a simulated sweep's summary"

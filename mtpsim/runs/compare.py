@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # numpy-free at import, so `mtpsim --help` starts fast
     from mtpsim.result import Result
     from mtpsim.verdict import Rope
 
+UNCERTAINTY_FILE = "uncertainty.json"  # what simulate --uncertainty --out writes beside results
 MAX_BOOT = 100_000  # bootstrap replicates: CIs stop moving long before; more only costs memory
 
 
@@ -88,7 +89,9 @@ def load_inputs(inputs: list[str]) -> list[Result]:
                             f"{', '.join(labels)}, got {label!r}")
         path = Path(raw)
         _check_not_named_twice(path, (number, raw), named)
-        files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+        # a folder's uncertainty.json is simulate --uncertainty --out's draws, not a result
+        files = sorted(f for f in path.glob("*.json") if f.name != UNCERTAINTY_FILE) \
+            if path.is_dir() else [path]
         if path.is_dir():
             from mtpsim.real.run import unfinished_rounds
 
