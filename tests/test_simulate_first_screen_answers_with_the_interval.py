@@ -32,9 +32,15 @@ def test_the_first_screen_has_the_verdict_interval_and_measured_delta():
 
 
 def test_a_changed_spec_is_not_quoted_an_old_interval(tmp_path):
-    first = " ".join(_screen("--set", "workload.num_prompts=64"))
-    assert "no interval for these settings (--set changed the spec)" in first
+    first = " ".join(" ".join(_screen("--set", "workload.num_prompts=64")).split())
+    assert "no interval for these settings (a flag or --set changed what the file simulates)" in first
     assert "--uncertainty 64 gives one" in first
+
+
+def test_a_flag_alone_is_not_blamed_on_set():
+    """`simulate --seed 5` (no --set) said '--set changed the spec'."""
+    first = " ".join(" ".join(_screen("--seed", "5")).split())
+    assert "(a flag or --set changed what the file simulates)" in first and "changed the spec" not in first
 
 
 def test_a_copied_and_edited_file_is_told_apart_by_its_fingerprint(tmp_path):

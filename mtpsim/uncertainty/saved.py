@@ -90,7 +90,7 @@ def saved_interval(exp: Experiment, policy: str, overridden: bool) -> dict[str, 
     if path is None:
         return "no uncertainty.summary in the spec"
     if overridden:
-        return "--set changed the spec"
+        return "a flag or --set changed what the file simulates"
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
