@@ -103,3 +103,19 @@ def test_a_misspelt_prior_is_answered_with_the_nearest_names_not_the_whole_table
     assert "did you mean 'mem_efficiency'" in err
     # the spec's other priors (pr47352 sets five) are not echoed back
     assert "overlap_agreement" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_normal_prior_reaching_past_the_fields_range_is_refused():
+    """Draws are clipped to the field's range: normal(0.5, 2) on mem_efficiency ran with a tenth of
+    its draws at the clip (TPOT intervals to 3.5 s) and no word; mean +- 2 sd must fit."""
+    from mtpsim.uncertainty.priors import PARAMS, parse_prior
+
+    with pytest.raises(ValueError, match=r"mean \+- 2 sd within \[0.001, 1\]"):
+        parse_prior("normal(0.5, 2)", PARAMS["mem_efficiency"])
+    assert parse_prior("normal(0.5, 0.1)", PARAMS["mem_efficiency"]).kind == "normal"
+
+
+def test_a_metric_named_twice_is_tabled_once():
+    from mtpsim.report.uncertainty import choose_metrics
+
+    assert choose_metrics("p99_tpot_ms, p99_tpot_ms,mean_ttft_ms") == ("p99_tpot_ms", "mean_ttft_ms")

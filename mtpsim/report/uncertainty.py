@@ -35,7 +35,7 @@ def choose_metrics(spec: str | None) -> tuple[str, ...]:
         return METRICS
     if spec == "all":
         return BENCH_METRICS
-    keys = tuple(k.strip() for k in spec.split(",") if k.strip())
+    keys = tuple(dict.fromkeys(k.strip() for k in spec.split(",") if k.strip()))  # once each
     bad = [k for k in keys if k not in BENCH_METRICS]
     if bad or not keys:
         raise UserError(None, "--metrics", f"expected 'default', 'all' or keys from "

@@ -218,6 +218,11 @@ def parse_prior(text: str, param: Param | None = None) -> Prior:
     if param is not None and kind != "normal" and (a < param.lo or b > param.hi):
         raise ValueError(f"a range within [{param.lo:g}, {param.hi:g}] "
                          f"(the values {param.target} accepts)")
+    # draws are clipped to the field's range: a normal reaching past it would pile draws on its
+    # ends without a word (normal(0.5, 2) on mem_efficiency put a tenth of them at 0.001)
+    if param is not None and kind == "normal" and (a - 2 * b < param.lo or a + 2 * b > param.hi):
+        raise ValueError(f"normal(mean, sd) with mean +- 2 sd within [{param.lo:g}, {param.hi:g}] "
+                         f"(the values {param.target} accepts), got [{a - 2 * b:g}, {a + 2 * b:g}]")
     return Prior(kind, a, b)
 
 
