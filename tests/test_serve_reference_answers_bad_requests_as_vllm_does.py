@@ -140,3 +140,15 @@ def test_each_refusal_is_vllms_own_or_says_it_is_this_servers(client):
                 r.status_code == 200 and vllm_refuses):
             wrong.append((case_id, r.status_code, vllm_refuses, r.text[:120]))
     assert not wrong
+
+
+@pytest.mark.parametrize(("path", "raw", "param"), [
+    (C, '{"prompt": "\\ud800", "max_tokens": 2}', "prompt"),
+    (H, '{"messages": [{"role": "user", "content": "x\\udfff"}], "max_tokens": 2}', "messages")])
+def test_a_lone_surrogate_is_a_400_not_a_500(client, path, raw, param):
+    """"\\ud800" is valid JSON but no text UTF-8 can encode: the byte-level prompt raised
+    UnicodeEncodeError, a 500 in plain text and a traceback in the server's log."""
+    r = client.post(path, content=raw.encode(), headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == param and "UTF-8" in err["message"]

@@ -42,14 +42,19 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorResponse, "description": "Engine stopped or server shutting down"}}
 
 
-def _prompt_tokens(prompt: Any) -> list[int]:
+def _prompt_tokens(prompt: Any, field: str = "prompt") -> list[int]:
     if isinstance(prompt, list) and prompt and isinstance(prompt[0], str | list):
         if len(prompt) != 1:
             raise ApiError(400, f"prompt: a batch of {len(prompt)} prompts {UNSUPPORTED}; "
                            "send one request per prompt.", "prompt")
         prompt = prompt[0]  # a batch of one
     if isinstance(prompt, str):
-        return [b for b in prompt.encode("utf-8") if b != EOS]
+        try:
+            data = prompt.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate ("\ud800") is valid JSON, not text
+            raise ApiError(400, f"{field}: expected text that UTF-8 can encode, got {e.reason} at "
+                           f"character {e.start}", field) from None
+        return [b for b in data if b != EOS]
     if isinstance(prompt, list):
         return list(prompt)
     raise ApiError(400, "Either prompt or prompt_embeds must be provided.", "prompt")
@@ -157,7 +162,7 @@ def _add_generation_routes(app: FastAPI, loop: EngineLoop, model_name: str,
     @app.post("/v1/chat/completions", responses=ERROR_RESPONSES)
     async def chat(req: ChatCompletionRequest, request: Request) -> Any:
         checked(req, request)
-        tokens = _prompt_tokens(_chat_text(req))
+        tokens = _prompt_tokens(_chat_text(req), "messages")
         asked = req.max_completion_tokens or req.max_tokens
         # vLLM's default for chat: whatever the context leaves.
         max_tokens = asked if asked is not None else max(1, max_model_len - len(tokens))
