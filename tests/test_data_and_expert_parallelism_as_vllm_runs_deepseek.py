@@ -183,3 +183,14 @@ def test_moe_dispatch_all_gathers_every_ranks_tokens_whatever_the_routing():
     no_ep = CostModel(_exp(tp=1, dp=8), "fresh")._moe_comm(1, 256.0)
     assert no_ep == pytest.approx(CostModel(_exp(tp=1, dp=8, ep=True), "fresh")._moe_comm(1, 256.0))
     assert CostModel(_exp(tp=8), "fresh")._moe_comm(58, 256.0) == 0.0
+
+
+def test_more_pipeline_stages_than_layers_is_refused():
+    """engine.pp = 100 on a 61-layer model ran as '100 x H200 (TP1 x PP100)' with the figures of
+    pp = 61: stages without a layer are no deployment."""
+    from mtpsim.errors import SpecError
+    from mtpsim.spec import load_experiment
+
+    with pytest.raises(SpecError, match=r"engine.pp: expected at most one stage per decoder layer \(61"):
+        load_experiment("experiments/pr47352.toml", ["engine.pp=100", "engine.tp=1"])
+    assert load_experiment("experiments/pr47352.toml", ["engine.pp=61", "engine.tp=1"]).engine.pp == 61

@@ -82,7 +82,8 @@ def test_mxfp4_is_weight_only_without_mx_tensor_cores():
 def test_mxfp4_runs_at_the_mx_rate_on_mi355x_and_nvfp4_is_refused_there(capsys):
     exp = _exp("mi355x", "mxfp4")
     assert exp.hardware.mxfp4_tflops > 0 and exp.hardware.fp4_tflops == 0
-    with pytest.raises(Exception, match="nvfp4 needs FP4 tensor cores"):
+    with pytest.raises(Exception, match="nvfp4 needs NVFP4 tensor cores; hardware .MI355X. has MXFP4 "
+                       "ones only"):
         _exp("mi355x", "nvfp4")
 
 

@@ -376,6 +376,11 @@ def _check_parallelism(exp: Experiment, src: Src) -> None:
                         f"expected engine.dp x engine.tp x engine.pp = {e.dp * e.tp * e.pp} GPUs "
                         f"(dp x tp = {e.dp * e.tp} must divide them, one engine.pp stage each), "
                         f"got {e.num_gpus}")
+    layers = exp.model.num_layers
+    if layers and e.pp > layers:  # vLLM's get_pp_indices would leave stages without a layer
+        raise SpecError(src("engine", "pp"), "engine.pp",
+                        f"expected at most one stage per decoder layer ({layers} in "
+                        f"{exp.model.name or 'the model'}), got {e.pp}")
     if e.ep and e.dp * e.tp == 1:
         raise SpecError(src("engine", "ep"), "engine.ep",
                         "expected dp x tp > 1 with expert parallelism (on one GPU every expert "
@@ -419,7 +424,8 @@ def _check_model(exp: Experiment, src: Src) -> None:
                         f"expected at most model.num_routed_experts ({m.num_routed_experts})")
     if m.quantization == "nvfp4" and exp.hardware.fp4_tflops <= 0:
         raise SpecError(src("model", "quantization"), "model.quantization",
-                        f"nvfp4 needs FP4 tensor cores; hardware {exp.hardware.name!r} has none "
+                        f"nvfp4 needs NVFP4 tensor cores; hardware {exp.hardware.name!r} has "
+                        f"{'MXFP4 ones only' if exp.hardware.mxfp4_tflops > 0 else 'none'} "
                         f"(use {'mxfp4, ' if exp.hardware.mxfp4_tflops > 0 else ''}fp8 or bf16)")
 
 
