@@ -195,7 +195,9 @@ def summarise(folder: Path) -> dict:
             "share_vs_fresh_verdicts": {k: sorted({v[k] for v in verdicts}) for k in verdicts[0]},
             "best_fresh_k": sorted({a["best_fresh_k"] for a in adv}),
             "recommendation": sorted({f"k={a['recommendation']['k']} {a['recommendation']['policy']} "
-                                      f"robust={a['recommendation']['robust']}" for a in adv}),
+                                      f"(best median k={a['best_median']['k']} "
+                                      f"{a['best_median']['policy']} robust={a['best_median']['robust']})"
+                                      for a in adv}),
             "robustly_worse": sorted({next((v for v in a["verdict"] if v.startswith("robustly worse")),
                                            "none").split(":")[0] + ": " + ", ".join(
                 re.findall(r"k=\d \w+", next((v for v in a["verdict"] if v.startswith("robustly worse")),

@@ -45,7 +45,7 @@ def test_advise_gives_every_k_and_policy_an_interval_and_a_recommendation(tmp_pa
     for r in rows:
         iv = r["output_throughput"]
         assert 0 < iv.lo <= iv.median <= iv.hi
-    k, policy, gain, robust = adv.recommendation(0.9)
+    k, policy, gain, robust = adv.best_median(0.9)
     assert (k, policy) in {(r["k"], r["policy"]) for r in rows}
     # robust: the best fresh setting itself, or a gain whose interval clears 0 by more than its
     # Monte Carlo margin (MC_MARGIN x MC SE: 4 draws leave a wide one, so lo > 0 is not enough)
@@ -120,7 +120,8 @@ def test_a_robust_gain_is_recommended_with_its_numbers(monkeypatch, tmp_path):
     assert "P(gain > 0) = 1.00" in out.replace("\n", " ")
     assert "cannot tell:" not in out
     js = json.loads(_advise_with(monkeypatch, tmp_path, lambda u: 2.0 + u, "--json"))
-    assert js["recommendation"]["robust"] and js["cannot_tell"] is None
+    assert js["best_median"]["robust"] and js["cannot_tell"] is None
+    assert (js["recommendation"]["k"], js["recommendation"]["policy"]) == (2, "share")
     # every quoted delta has its MC SE; the baseline's gain (0 by definition) is not quoted
     sampler = js["sampler"]
     assert "k=2 fresh gain" not in sampler["mc_se"] and "k=2 share vs fresh" in sampler["mc_se"]

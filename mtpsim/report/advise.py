@@ -46,12 +46,18 @@ def lines(run: AdviseRun) -> list[str]:
 
 def advise_json(deployment: Path, run: AdviseRun, said: list[str]) -> dict[str, Any]:
     """`--json`: the recommendation, the doubt, the verdict lines and every row."""
-    adv, (k, p, iv, robust) = run.advice, run.recommendation
+    adv, (k, p, iv), (bk, bp, biv, robust) = run.advice, run.recommendation, run.best_median
     return {
         "deployment": str(deployment), "draws": adv.n_draws, "wall_s": adv.wall_s,
         "sampler": sampler_json(adv, run.rows),
         "best_fresh_k": adv.best_fresh(),
-        "recommendation": {"k": k, "policy": p, "gain_pct": iv.to_json(), "robust": robust},
+        # what to deploy: the decision the verdict's "recommended:" line states
+        "recommendation": {"k": k, "policy": p, "gain_pct": iv.to_json(),
+                           "basis": ("the best fresh setting, the baseline of the gains"
+                                     if (k, p) == (adv.best_fresh(), "fresh") else
+                                     "a robust gain over the best fresh setting")},
+        # the best median gain: the recommendation where robust, else what "cannot tell" is about
+        "best_median": {"k": bk, "policy": bp, "gain_pct": biv.to_json(), "robust": robust},
         "cannot_tell": run.doubt, "verdict": said, "skipped": adv.skipped,
         "rows": [{kk: (v.to_json() if hasattr(v, "to_json") else v) for kk, v in r.items()}
                  for r in run.rows],
@@ -178,7 +184,8 @@ def verdict_lines(adv: Any, prob: float, doubt: dict | None) -> list[str]:
     """The k sentence, MTP on, the recommendation, what cannot be told and how to decide it."""
     from mtpsim.report.fit import COMMAND
 
-    k, p, iv, robust = adv.recommendation(prob)
+    rk, rp, riv = adv.recommendation(prob)
+    k, p, _, _ = adv.best_median(prob)
     best = adv.best_fresh()
     pct = round(100 * prob)
     out = []
@@ -196,12 +203,12 @@ def verdict_lines(adv: Any, prob: float, doubt: dict | None) -> list[str]:
         g = adv.no_mtp_interval(best, "fresh", prob)
         out.append(f"MTP on: fresh k={best} against plain decoding (k=0, no MTP) {delta_interval(g)} in "
                    f"output throughput, P(gain > 0) = {g.p_pos:.2f}")
-    if robust and (k, p) != (best, "fresh"):
-        out.append(f"recommended: k={k}, {p}: expected gain over the best fresh setting (k={best}) "
-                   f"{delta_interval(iv)} in output throughput, P(gain > 0) = {iv.p_pos:.2f}; "
-                   f"{_level(adv, k, p, prob)}")
+    if (rk, rp) != (best, "fresh"):
+        out.append(f"recommended: k={rk}, {rp}: expected gain over the best fresh setting (k={best}) "
+                   f"{delta_interval(riv)} in output throughput, P(gain > 0) = {riv.p_pos:.2f}; "
+                   f"{_level(adv, rk, rp, prob)}")
     else:
-        out.append(f"recommended: k={best}, fresh: {_level(adv, best, 'fresh', prob)} (the best "
+        out.append(f"recommended: k={rk}, {rp}: {_level(adv, rk, rp, prob)} (the best "
                    "fresh setting, the baseline of the gains)")
         alt = max((c for c in gains if c != (best, "fresh")), key=lambda c: gains[c].median,
                   default=None)

@@ -22,7 +22,8 @@ class AdviseRun:
     advice: Any  # mtpsim.uncertainty.advise.Advice
     prob: float
     rows: list[dict[str, Any]]  # one per k x policy
-    recommendation: tuple  # (k, policy, gain interval, robust)
+    recommendation: tuple  # (k, policy, gain interval): what to deploy
+    best_median: tuple  # (k, policy, gain interval, robust): the best median gain, a candidate
     doubt: dict | None  # no robust choice: why, and the measurement (point file, command)
 
 
@@ -63,14 +64,14 @@ def advise(dep: Any, jobs: int, point_dir: Path,
     from mtpsim.uncertainty.advise import advise as run_advise
 
     adv = run_advise(dep, jobs, progress=progress)
-    rows, recommendation = adv.rows(prob), adv.recommendation(prob)
+    rows, recommendation, best = adv.rows(prob), adv.recommendation(prob), adv.best_median(prob)
     why = doubt(adv, prob)
     if why is not None:
         from mtpsim.uncertainty import sensitivity as sens
 
         why["point"] = str(write_point(dep, why, point_dir))
         why["command"] = sens.command_for(why.pop("group"), why["point"], False)
-    return AdviseRun(dep, adv, prob, rows, recommendation, why)
+    return AdviseRun(dep, adv, prob, rows, recommendation, best, why)
 
 
 def doubt(adv: Any, prob: float) -> dict | None:
@@ -81,7 +82,7 @@ def doubt(adv: Any, prob: float) -> dict | None:
 
     from mtpsim.uncertainty import sensitivity as sens
 
-    k, p, iv, robust = adv.recommendation(prob)
+    k, p, iv, robust = adv.best_median(prob)
     if robust:
         return None
     best = adv.best_fresh()

@@ -379,9 +379,10 @@ class Advice:
             out.append(row)
         return out
 
-    def recommendation(self, prob: float) -> tuple[int, str, Interval, bool]:
-        """(k, policy, gain interval, robust): the best median gain; robust when its interval
-        excludes 0 by more than its Monte Carlo margin, or it is the best fresh setting itself."""
+    def best_median(self, prob: float) -> tuple[int, str, Interval, bool]:
+        """(k, policy, gain interval, robust): the best median gain, a candidate; robust when its
+        interval excludes 0 by more than its Monte Carlo margin, or it is the best fresh setting
+        itself."""
         best_k = self.best_fresh()
         cands = self.pairs()
         gains = {c: self.gain_interval(*c, prob) for c in cands}
@@ -389,6 +390,16 @@ class Advice:
         iv = gains[(k, p)]
         robust = (k, p) == (best_k, "fresh") or above(iv, 0.0)
         return k, p, iv, robust
+
+    def recommendation(self, prob: float) -> tuple[int, str, Interval]:
+        """(k, policy, gain interval): what to deploy, the one decision the table, the verdict
+        lines and --json all report: the best median gain where it is robust, else the best
+        fresh setting (the baseline of the gains)."""
+        k, p, iv, robust = self.best_median(prob)
+        if robust:
+            return k, p, iv
+        best = self.best_fresh()
+        return best, "fresh", self.gain_interval(best, "fresh", prob)
 
 
 def above(iv: Interval, bound: float) -> bool:
