@@ -145,6 +145,13 @@ def load_deployment(path: str | Path) -> Deployment:
                 check=lambda v: all(isinstance(x, int) and 1 <= x <= MAX_CONCURRENCY for x in v),
                 expected=f"a non-empty list of concurrencies (integers in [1, {MAX_CONCURRENCY:,}]:"
                          " a cell runs 2 x concurrency prompts)")
+    # each length and concurrency is one cell of the mix: a repeat would be a second cell of the
+    # same key (give a length once, with the weights added; a concurrency once)
+    for key, values, what in (("context_lengths", contexts, "lengths (give a repeated one once, "
+                               "with its weights added)"), ("concurrency", conc, "concurrencies")):
+        if rep := next((x for x in values if values.count(x) > 1), None):
+            raise SpecError(src, f"workload.{key}", f"expected distinct {what}, got {rep} "
+                            f"{values.count(rep)} times in {values}")
     out_len = _get(w, "output_len", "workload", src, int, 512, check=lambda v: v >= 1,
                    expected="an integer >= 1")
     temp = float(_get(w, "temperature", "workload", src, int | float, 1.0,
