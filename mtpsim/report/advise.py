@@ -231,7 +231,7 @@ def verdict_lines(adv: Any, prob: float, doubt: dict | None) -> list[str]:
                    f"{g['p_pos']:.2f}), but its {_not_clear(g, pct)}, so fresh k={best} stays "
                    f"the recommendation. Why: {why}. The measurement that would decide it (k={k} "
                    f"at context {doubt['context']:,}, where the answer is widest):")
-        out.append(COMMAND + doubt["command"].removeprefix("mtpsim "))
+        out += [COMMAND + line.removeprefix("mtpsim ") for line in doubt["command"].splitlines()]
         out.append(f"(the cell's settings are in {doubt['point']}: the PR's experiment with "
                    f"k={k}, context {doubt['context']:,} and the deployment's GPU, TP, "
                    "quantization and concurrency)")

@@ -210,7 +210,7 @@ def lines(run: UncertaintyRun) -> list[str]:
             else f"{policy} throughput's")
     out.append(f"measure next: {group} (pins {', '.join(params[:3])}; {share:.2f} of the "
                f"{what} variance):")
-    out.append(COMMAND + cmd.removeprefix("mtpsim "))
+    out += [COMMAND + line.removeprefix("mtpsim ") for line in cmd.splitlines()]
     if len(run.policies) > 1:
         out.append(mc_line(run))
     out.append(f"{len(run.draws)} draws x {len(run.policies)} policies in {run.wall_s:.1f} s wall "

@@ -10,6 +10,7 @@ interval most.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 
 import numpy as np
@@ -87,20 +88,26 @@ def measure_next(sens: list[Sensitivity]) -> tuple[str, float, list[str]]:
 
 
 def command_for(group: str, experiment: str, calibrated: bool) -> str:
-    """The exact command that makes the measurement."""
+    """The exact command that makes the measurement: shell lines (joined by newlines), each one
+    an `mtpsim` command that runs as printed; prose only after a `#`."""
+    exp = shlex.quote(str(experiment))
     if calibrated:
-        return (f"mtpsim run-real {experiment} --engine reference --out runs/measure  "
+        return (f"mtpsim run-real {exp} --engine reference --out runs/measure  "
                 "# then refit: mtpsim simulate ... --trace runs/measure/fresh.trace.jsonl "
                 "--trace runs/measure/share.trace.jsonl --save-calibration F --bootstrap 32")
     if group == "acceptance trace":
-        return (f"mtpsim run-real {experiment} --engine vllm --trace --out runs/trace && "
-                f"mtpsim simulate {experiment} --trace runs/trace/fresh.trace.jsonl "
+        return (f"mtpsim run-real {exp} --engine vllm --trace --out runs/trace && "
+                f"mtpsim simulate {exp} --trace runs/trace/fresh.trace.jsonl "
                 "--trace runs/trace/share.trace.jsonl  # fits kappa, c, its decay and sigma")
     if group == "draft-step phase timing":
-        return (f"mtpsim run-real {experiment} --engine vllm -p fresh -p share --out runs/ab-1 "
-                "(and runs/ab-2, runs/ab-3) && mtpsim compare runs/ab-1/fresh.json "
-                "runs/ab-1/share.json  # the per-step time the MTP indexer costs at draft steps >= 1")
+        # a served vLLM run is one round (no paired rounds to cancel drift): three repeats, each
+        # compared on its own
+        return "\n".join(
+            f"mtpsim run-real {exp} --engine vllm -p fresh -p share --out runs/ab-{i} && "
+            f"mtpsim compare runs/ab-{i}  # repeat {i} of 3" + (
+                ": the per-step time the MTP indexer costs at draft steps >= 1" if i == 1 else "")
+            for i in (1, 2, 3))
     if group == "sharing-off row":
-        return (f"mtpsim run-real {experiment} --engine vllm -p fresh --out runs/fresh && "
-                f"mtpsim calibrate {experiment}  # with the row in [calibration.measured.fresh]")
-    return f"mtpsim run-real {experiment} --engine vllm --out runs/here  # a row at this configuration"
+        return (f"mtpsim run-real {exp} --engine vllm -p fresh --out runs/fresh && "
+                f"mtpsim calibrate {exp}  # with the row in [calibration.measured.fresh]")
+    return f"mtpsim run-real {exp} --engine vllm --out runs/here  # a row at this configuration"
