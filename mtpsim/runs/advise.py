@@ -108,6 +108,7 @@ def write_point(dep: Any, doubt: dict, folder: Path) -> Path:
     command is short and the settings are in one place a user can read and edit."""
     from mtpsim.fileio import atomic_write_text, output_dir
     from mtpsim.spec import load_experiment
+    from mtpsim.spec.paths import path_keys, rebased
     from mtpsim.spec.write import experiment_toml
 
     exp = load_experiment(str(PR_EXPERIMENT), doubt["point_sets"])
@@ -117,6 +118,12 @@ def write_point(dep: Any, doubt: dict, folder: Path) -> Path:
     cal = d.get("calibration", {})
     for key in ("measured", "measured_source", "fit_metrics", "fit_policy", "fit"):
         cal.pop(key, None)
+    # a path the PR's experiment holds (uncertainty.summary) is from experiments/; the point file
+    # lives in `folder`: the same file, from there
+    for key in path_keys():
+        section, name = key.split(".")
+        if isinstance(value := d.get(section, {}).get(name), str):
+            d[section][name] = rebased(PR_EXPERIMENT, key, value, folder)
     output_dir(folder, "--point-dir")
     path = folder / f"{Path(dep.source).stem}-k{doubt['k']}-ctx{doubt['context']}.toml"
     atomic_write_text(path, experiment_toml(d, f"mtpsim advise {dep.source}: the cell whose "

@@ -64,6 +64,20 @@ def command_line_value(experiment: str | Path, key: str, text: str) -> str:
     return json.dumps(os.path.relpath(here, os.path.abspath(Path(experiment).parent)))
 
 
+def rebased(source: str | Path, key: str, raw: str, folder: str | Path) -> str:
+    """Path field `key`'s value `raw`, read in experiment `source`, written for an experiment file
+    in `folder`: relative to `folder` where the two share a folder below the root (a checkout),
+    else absolute; a name, an empty or an absolute value as it is."""
+    if (not raw or raw in _names().get(key, ()) or Path(raw).expanduser().is_absolute()):
+        return raw
+    here, there = os.path.abspath(from_experiment(str(source), raw)), os.path.abspath(folder)
+    try:
+        common = os.path.commonpath([here, there])
+    except ValueError:  # other drives
+        return here
+    return here if Path(common) == Path(common).parent else os.path.relpath(here, there)
+
+
 def command_line_sets(experiment: str | Path, sets: Sequence[str]) -> list[str]:
     """The `--set` texts of a command line, path fields' relative values taken from the current
     folder (see command_line_value)."""
