@@ -24,13 +24,14 @@ def advise(
     jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", min=1, help="Worker processes (default: the usable cores).")] = None,
     draws: Annotated[int | None, typer.Option(
-        help="Parameter draws of the first stage (default: the file's \\[advise] draws, else 64; "
-        "rounded up to 16 replicates x a power of two); alone, a fixed budget of one stage, e.g. "
-        "--draws 32 for a quick look.")] = None,
+        help="Parameter draws of the first stage (default: the file's \\[advise] draws, else 64), "
+        "rounded up to R replicates x a power of two, R = 16 (R = the draws below 16: 3 runs 3, 20 "
+        "runs 32); alone, a fixed budget of that one stage, e.g. --draws 32 for a quick look.")] = None,
     max_draws: Annotated[int | None, typer.Option(
-        help="Stop doubling the draws here even if an interval end's Monte Carlo SE is still "
-        "above \\[uncertainty] mc_se_target (default: the file's \\[advise] max_draws, else 256), "
-        "e.g. --max-draws 1024.")] = None,
+        help="The most draws: while an interval end's Monte Carlo SE is above \\[uncertainty] "
+        "mc_se_target each stage doubles the draws, if the total stays within this (default: the "
+        "file's \\[advise] max_draws, else 256; at least the first stage's rounded draws), e.g. "
+        "--max-draws 1024.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     point_dir: Annotated[Path, typer.Option(
         help="Where a 'cannot tell' verdict writes the experiment file of the measurement that "

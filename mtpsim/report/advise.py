@@ -156,7 +156,14 @@ def mc_line(adv: Any, rows: list[dict[str, Any]]) -> str:
     if not late:
         return head + f"; target {adv.target:g}: met"
     listed = "; ".join(f"{k} {v:.2f}" for k, v in late[:4]) + ("; ..." if len(late) > 4 else "")
-    return (head + f"; target {adv.target:g} not met at {adv.n_draws:,} draws (the --max-draws cap) "
+    if adv.stopped == "cap":
+        d = adv.dep
+        why = (f"{d.cap_from}: add --max-draws to let the draws double"
+               if d.cap_from.startswith("--draws") else
+               f"the next stage's {2 * adv.n_draws:,} would pass {d.cap_from} {d.max_draws:,}")
+    else:
+        why = "no MC SE to aim at" if adv.stopped == "no MC SE" else adv.stopped or "one stage"
+    return (head + f"; target {adv.target:g} not met at {adv.n_draws:,} draws ({why}) "
             f"by {len(late)} of {len(known)}: "
             f"{listed}: quote those ends to the nearest point. A verdict whose end lies within "
             f"{MC_MARGIN:g} MC SE of a region's bound says cannot tell")

@@ -38,22 +38,27 @@ def check_plot(dep: Any, deployment: Path) -> None:
 
 def load(deployment: Path, draws: int | None = None, max_draws: int | None = None) -> Any:
     """The deployment file, validated; `draws` and `max_draws` in place of its [advise] ones.
-    A --draws without --max-draws is a fixed budget: that many draws, one stage."""
-    from mtpsim.uncertainty.advise import load_deployment
+    The first stage runs `draws` rounded up to R replicates x a power of two (R = 16, or the
+    draws below 16); each later stage doubles it while the total stays within max_draws. A
+    --draws without --max-draws is a fixed budget: one stage."""
+    from mtpsim.uncertainty.advise import first_stage, load_deployment, rounded
     from mtpsim.uncertainty.limits import check_draws
 
     dep = load_deployment(deployment)
     if draws is not None:
         check_draws(draws, "--draws")
-        dep = replace(dep, draws=draws, max_draws=draws)
+        dep = replace(dep, draws=draws, max_draws=first_stage(draws),
+                      cap_from="--draws without --max-draws, one stage")
     if max_draws is not None:
         check_draws(max_draws, "--max-draws")
-        if max_draws < dep.draws:
+        first = first_stage(dep.draws)
+        if max_draws < first:
             from mtpsim.errors import UserError
 
-            raise UserError(None, "--max-draws", f"expected at least the first stage's {dep.draws:,} "
-                            f"draws (--draws or [advise] draws), got {max_draws:,}")
-        dep = replace(dep, max_draws=max_draws)
+            how = f", run as {rounded(dep.draws)}" if first != dep.draws else ""
+            raise UserError(None, "--max-draws", f"expected at least the first stage's {first:,} "
+                            f"draws (--draws or [advise] draws {dep.draws:,}{how}), got {max_draws:,}")
+        dep = replace(dep, max_draws=max_draws, cap_from="--max-draws")
     return dep
 
 

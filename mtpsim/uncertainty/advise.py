@@ -71,6 +71,7 @@ class Deployment:
     seed: int
     uncertainty: dict[str, Any] = field(default_factory=dict)
     max_draws: int = MAX_ADVISE_DRAWS  # the adaptive stages' cap (draws, all replicates together)
+    cap_from: str = "[advise] max_draws"  # what set max_draws, named when the cap stops the stages
 
 
 def _get(table: Mapping, key: str, where: str, src: str, kind: type | tuple, default: Any = None,
@@ -178,9 +179,12 @@ def load_deployment(path: str | Path) -> Deployment:
                         f"no top-k row to reuse), got {', '.join(reuse)}")
     draws = _get(a, "draws", "advise", src, int, 64, check=lambda v: 2 <= v <= MAX_DRAWS,
                  expected=f"an integer in 2..{MAX_DRAWS}")
-    most = _get(a, "max_draws", "advise", src, int, max(MAX_ADVISE_DRAWS, draws),
-                check=lambda v: draws <= v <= MAX_DRAWS, expected=f"an integer in {draws}..{MAX_DRAWS} "
-                "(at least [advise] draws)")
+    first = first_stage(draws)
+    most = _get(a, "max_draws", "advise", src, int, max(MAX_ADVISE_DRAWS, first),
+                check=lambda v: first <= v <= MAX_DRAWS, expected=f"an integer in {first}..{MAX_DRAWS} "
+                "(at least [advise] draws" + (f" {draws}, run as {rounded(draws)}" if first != draws
+                                              else "") + ")")
+    cap_from = "[advise] max_draws" if "max_draws" in a else "the default max_draws"
     cells = len({0, *ks}) * len(contexts) * len(conc)
     if cells > MAX_CELLS:
         raise SpecError(src, "workload.context_lengths", f"expected at most {MAX_CELLS:,} cells (k x "
@@ -191,7 +195,7 @@ def load_deployment(path: str | Path) -> Deployment:
         raise SpecError(src, "uncertainty", "expected a table")
     return Deployment(src, str(raw.get("description", "")), model, gpu, tp, quant, seqs,
                       tuple(contexts), tuple(float(x) for x in weights), tuple(conc), out_len,
-                      temp, tuple(sorted({0, *ks})), tuple(pols), draws, seed, unc, most)
+                      temp, tuple(sorted({0, *ks})), tuple(pols), draws, seed, unc, most, cap_from)
 
 
 def _preset_family(model: str) -> str:
@@ -523,9 +527,23 @@ def advise(dep: Deployment, jobs: int | Pool = 1, progress: Callable[[int, int],
     return adv
 
 
+def first_stage(draws: int) -> int:
+    """The draws the first stage runs for `draws` asked: R = min(16, draws) replicates x the
+    smallest power of two that reaches `draws` (20 -> 16 x 2 = 32; 3 -> 3 x 1)."""
+    reps, per, _ = design(draws, draws)
+    return reps * per
+
+
+def rounded(draws: int) -> str:
+    """How `draws` is run in the first stage: "32 (16 replicates x 2)"."""
+    reps, per, _ = design(draws, draws)
+    return f"{reps * per:,} ({reps} replicates x {per})"
+
+
 def design(draws: int, max_draws: int) -> tuple[int, int, int]:
     """(replicates, first-stage draws per replicate, the most per replicate): per-replicate
-    counts are powers of two (where a scrambled Sobol design is balanced)."""
+    counts are powers of two (where a scrambled Sobol design is balanced); a stage doubles
+    every replicate and runs only if the total stays within `max_draws`."""
     reps = min(REPLICATES, draws)
     per = 1 << max(0, math.ceil(math.log2(draws / reps)))
     cap = max(per, 1 << max(0, int(math.floor(math.log2(max(max_draws, 1) / reps)))))
