@@ -17,7 +17,8 @@ err_console = StdConsole(stderr=True)
 
 def advise(
     deployment: Annotated[Path, typer.Argument(
-        help="Deployment TOML: \\[deployment] model, gpu, tp; \\[workload] context_lengths, "
+        help="Deployment TOML: \\[deployment] model, gpu, tp (quantization, max_num_seqs, "
+        "max_model_len); \\[workload] context_lengths, "
         "context_weights, concurrency, output_len, temperature; \\[advise] k, policies, draws, "
         "max_draws. "
         "E.g. experiments/advise-deepseek-v3.2-b200.toml.")],

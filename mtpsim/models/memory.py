@@ -73,10 +73,13 @@ def request_tokens(exp: Experiment, input_len: float, output_len: float) -> floa
     return input_len + output_len - 1 + (exp.k + 1) + exp.k
 
 
-def check_fits(exp: Experiment, source: str | None = None) -> KvCacheSize:
+def check_fits(exp: Experiment, source: str | None = None,
+               max_len_field: str = "engine.max_model_len") -> KvCacheSize:
     """The weights must fit beside the KV cache, and the cache must hold one request of the
     workload's longest (fixed or uniform lengths; the simulator checks each drawn request):
-    anything less, vLLM would refuse to start or never finish the request."""
+    anything less, vLLM would refuse to start or never finish the request. `max_len_field`: the
+    field a message names as setting max_model_len (another file's, where the spec is made
+    from one: `mtpsim advise`'s deployment.max_model_len)."""
     kv = kv_cache_size(exp)
     src = source or exp.source
     e = exp.engine
@@ -87,24 +90,30 @@ def check_fits(exp: Experiment, source: str | None = None) -> KvCacheSize:
                         + (f" and {kv.states / 2**30:.1f} GiB of linear-attention states"
                            if kv.states else "") + " exceeds "
                         f"{kv.budget / 2**30:.0f} GiB (hardware.memory_gib x gpu_memory_utilization)")
-    check_max_model_len(exp, kv, src)
+    check_max_model_len(exp, kv, src, max_len_field)
     w = exp.workload
     prompt = _longest(w.input_len, w.input_len_distribution, w.input_len_spread)
     output = _longest(w.output_len, w.output_len_distribution, w.output_len_spread)
-    check_within_max_model_len(exp, prompt, output, src)
+    check_within_max_model_len(exp, prompt, output, src, max_len_field)
     check_holds_one(exp, kv, request_tokens(exp, prompt, output), src)
     return kv
 
 
 def check_within_max_model_len(exp: Experiment, prompt: float, output: float,
-                               source: str | None = None) -> None:
+                               source: str | None = None,
+                               max_len_field: str = "engine.max_model_len") -> None:
     """vLLM rejects a request whose prompt and max_tokens exceed max_model_len (the server
-    answers 400; the benchmark counts it failed), which mtpsim does not simulate: one line."""
+    answers 400; the benchmark counts it failed), which mtpsim does not simulate: one line.
+    Where max_model_len is the model's own maximum context, no setting raises it: said so."""
     longest = max_model_len(exp)
     if longest and prompt + output > longest:
+        model_max = exp.model.max_position_embeddings
+        why = (f"{max_len_field} sets it" if longest != model_max else
+               "the model's maximum context, model.max_position_embeddings: no max_model_len "
+               "serves more")
         raise SpecError(source or exp.source, "workload.input_len",
                         f"expected prompt + output tokens within max_model_len = {longest:,} "
-                        f"(vLLM rejects a longer request; engine.max_model_len sets it): the "
+                        f"(vLLM rejects a longer request; {why}): the "
                         f"longest request is {prompt:,.0f} + {output:,.0f}")
 
 
@@ -113,7 +122,8 @@ def max_model_len(exp: Experiment) -> int:
     return exp.engine.max_model_len or exp.model.max_position_embeddings
 
 
-def check_max_model_len(exp: Experiment, kv: KvCacheSize, source: str | None = None) -> None:
+def check_max_model_len(exp: Experiment, kv: KvCacheSize, source: str | None = None,
+                        max_len_field: str = "engine.max_model_len") -> None:
     """vLLM refuses to start when the cache cannot hold one request of max_model_len tokens
     (`v1/core/kv_cache_planning.py` `check_enough_kv_cache_memory`, the null block reserved)."""
     longest = max_model_len(exp)
@@ -124,7 +134,7 @@ def check_max_model_len(exp: Experiment, kv: KvCacheSize, source: str | None = N
                         f"{kv.blocks_for(longest):,} blocks of {kv.block_size}, the cache has "
                         f"{kv.blocks:,} ({kv.tokens:,} tokens per GPU beside "
                         f"{kv.weights / 2**30:.1f} GiB of weights at tp={exp.engine.tp}); set "
-                        f"engine.max_model_len lower or use more or larger GPUs")
+                        f"{max_len_field} lower or use more or larger GPUs")
 
 
 def check_holds_one(exp: Experiment, kv: KvCacheSize, tokens: float, source: str | None = None) -> None:

@@ -247,7 +247,7 @@ def verdict_lines(adv: Any, prob: float, doubt: dict | None) -> list[str]:
         out.append(f"robustly worse than fresh k={best}: " + "; ".join(
             f"k={kk} {pp} {delta_interval(g)}" for kk, pp, g in worse))
     if adv.skipped:
-        out.append(f"skipped (do not fit in GPU memory): {'; '.join(adv.skipped)}")
+        out.append(f"skipped ({adv.skipped_why}): {'; '.join(adv.skipped)}")
     far = sorted({n for notes in adv.notes.values() for n in notes})
     if far:
         out.append("EXTRAPOLATED beyond the PR's measured setup (k = 3, ~10K context, B200 TP4 "

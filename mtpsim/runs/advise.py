@@ -151,6 +151,7 @@ def cell_sets(dep: Any, k: int, ctx: int) -> list[str]:
             f"workload.max_concurrency={conc}", f"workload.num_prompts={max(8, 2 * conc)}",
             f"workload.temperature={dep.temperature:g}", f"engine.tp={dep.tp}",
             f"engine.max_num_seqs={dep.max_num_seqs}", f'model.quantization="{dep.quantization}"',
+            *([f"engine.max_model_len={dep.max_model_len}"] if dep.max_model_len else []),
             f'hardware.preset="{dep.gpu}"', f'model.preset="{dep.model}"',
             # beyond the PR's measured positions, the rates the cell ran (the last one repeated)
             *([f"acceptance.per_position=[{', '.join(f'{x:.6g}' for x in _rates(k))}]"]

@@ -71,6 +71,7 @@ class Deployment:
     seed: int
     uncertainty: dict[str, Any] = field(default_factory=dict)
     max_draws: int = MAX_ADVISE_DRAWS  # the adaptive stages' cap (draws, all replicates together)
+    max_model_len: int = 0  # vLLM --max-model-len (0: the model's maximum context)
     cap_from: str = "[advise] max_draws"  # what set max_draws, named when the cap stops the stages
 
 
@@ -92,7 +93,7 @@ def _get(table: Mapping, key: str, where: str, src: str, kind: type | tuple, def
 
 # The keys each table of a deployment file may hold (an unknown one is a typo: refused, as
 # experiment files refuse theirs).
-KEYS = {"deployment": ("model", "gpu", "tp", "quantization", "max_num_seqs"),
+KEYS = {"deployment": ("model", "gpu", "tp", "quantization", "max_num_seqs", "max_model_len"),
         "workload": ("context_lengths", "context_weights", "concurrency", "output_len", "temperature"),
         "advise": ("k", "policies", "draws", "max_draws")}
 
@@ -132,6 +133,8 @@ def load_deployment(path: str | Path) -> Deployment:
                  expected=", ".join(QUANTIZATIONS))
     seqs = _get(dep, "max_num_seqs", "deployment", src, int, 64, check=lambda v: v >= 1,
                 expected="an integer >= 1")
+    max_len = _get(dep, "max_model_len", "deployment", src, int, 0, check=lambda v: v >= 0,
+                   expected="an integer >= 0 (vLLM --max-model-len; 0: the model's maximum context)")
     w = raw.get("workload", {})
     if not isinstance(w, dict):
         raise SpecError(src, "workload", "expected a table")
@@ -193,9 +196,16 @@ def load_deployment(path: str | Path) -> Deployment:
     unc = raw.get("uncertainty", {})
     if not isinstance(unc, dict):
         raise SpecError(src, "uncertainty", "expected a table")
-    return Deployment(src, str(raw.get("description", "")), model, gpu, tp, quant, seqs,
-                      tuple(contexts), tuple(float(x) for x in weights), tuple(conc), out_len,
-                      temp, tuple(sorted({0, *ks})), tuple(pols), draws, seed, unc, most, cap_from)
+    d = Deployment(src, str(raw.get("description", "")), model, gpu, tp, quant, seqs,
+                   tuple(contexts), tuple(float(x) for x in weights), tuple(conc), out_len,
+                   temp, tuple(sorted({0, *ks})), tuple(pols), draws, seed, unc, max_draws=most,
+                   cap_from=cap_from, max_model_len=max_len)
+    longest = cell_experiment(d, 0, contexts[0], conc[0]).model.max_position_embeddings
+    if longest and max_len > longest:  # vLLM refuses it (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN)
+        raise SpecError(src, "deployment.max_model_len", f"expected at most {model}'s maximum "
+                        f"context, {longest:,} tokens (its max_position_embeddings: vLLM refuses a "
+                        f"longer max_model_len), got {max_len:,}")
+    return d
 
 
 def _preset_family(model: str) -> str:
@@ -221,7 +231,8 @@ def cell_experiment(dep: Deployment, k: int, ctx: int, conc: int) -> Experiment:
            "policies": list(dep.policies),
            "model": {"preset": dep.model, "quantization": dep.quantization},
            "hardware": {"preset": dep.gpu},
-           "engine": {"tp": dep.tp, "max_num_seqs": dep.max_num_seqs},
+           "engine": {"tp": dep.tp, "max_num_seqs": dep.max_num_seqs,
+                      "max_model_len": dep.max_model_len},
            "speculative": {"num_speculative_tokens": k},
            "workload": {"num_prompts": max(8, 2 * conc), "input_len": ctx,
                         "output_len": dep.output_len, "max_concurrency": conc,
@@ -242,6 +253,7 @@ DEPLOYMENT_FIELDS = {
     "model.preset": ("deployment.model", ""), "model.quantization": ("deployment.quantization", ""),
     "hardware.preset": ("deployment.gpu", ""), "engine.tp": ("deployment.tp", ""),
     "engine.max_num_seqs": ("deployment.max_num_seqs", ""),
+    "engine.max_model_len": ("deployment.max_model_len", ""),
     "workload.input_len": ("workload.context_lengths", " (a cell's prompt length)"),
     "workload.output_len": ("workload.output_len", ""),
     "workload.temperature": ("workload.temperature", ""),
@@ -273,6 +285,7 @@ class Advice:
     target: float = MC_SE_TARGET  # the MC SE the quoted delta ends are drawn to
     cap: int = 0  # the most draws the stages may reach
     stopped: str = ""  # why the stages stopped: "target" (met), "cap" (not met), "no MC SE"
+    skipped_why: str = "do not fit in GPU memory"  # why the skipped cells do not run
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -464,26 +477,28 @@ def advise(dep: Deployment, jobs: int | Pool = 1, progress: Callable[[int, int],
     from mtpsim.models.memory import check_fits
 
     t0 = time.perf_counter()
-    cells, skipped, exps = [], [], {}
+    cells, skipped, exps, why = [], [], {}, set()
     for k in dep.ks:
         for ctx in dep.contexts:
             for c in dep.concurrency:
                 exp = cell_experiment(dep, k, ctx, c)
                 try:
-                    check_fits(exp)
+                    check_fits(exp, max_len_field="deployment.max_model_len")
                 except SpecError as e:
                     skipped.append(f"k={k} context {ctx} concurrency {c}: {e.expected}")
+                    why.add(SKIP_WHY.get(e.field, SKIP_WHY[""]))
                     continue
                 cells.append((k, ctx, c))
                 exps[(k, ctx, c)] = exp
+    fits = " and ".join(sorted(w[0] for w in why))  # what the skipped failed: memory, length
     if not cells:
-        raise SpecError(dep.source, "workload", "expected at least one (context, concurrency) "
-                        "that fits in GPU memory; none does: " + "; ".join(skipped[:2]))
+        raise SpecError(dep.source, "workload", f"expected at least one (context, concurrency) "
+                        f"that {fits}; none does: " + "; ".join(skipped[:2]))
     whole = [k for k in dep.ks if k > 0 and all((k, x, c) in exps for x in dep.contexts
                                                 for c in dep.concurrency)]
     if not whole:  # the mix is priced only where every one of its cells runs
         raise SpecError(dep.source, "workload", "expected every context and concurrency of the mix "
-                        "to fit in GPU memory at some k >= 1; " + "; ".join(skipped[:2]))
+                        f"to run at some k >= 1 (a cell that {fits}); " + "; ".join(skipped[:2]))
     reps, per, cap_per = design(dep.draws, dep.max_draws)
     check_simulations(reps * cap_per, len(cells), len(dep.policies),
                       "--max-draws / [advise] max_draws", "cells", dep.source)
@@ -492,7 +507,8 @@ def advise(dep: Deployment, jobs: int | Pool = 1, progress: Callable[[int, int],
                                calibrated=True) for cell in cells}
     notes = {cell: extrapolation(exps[cell], PR_DOMAIN).notes for cell in cells}
     adv = Advice(dep, cells, skipped, {c: {} for c in cells}, notes, [], replicate=np.zeros(0, int),
-                 target=target, cap=reps * cap_per)
+                 target=target, cap=reps * cap_per,
+                 skipped_why=" or ".join(sorted(w[1] for w in why)))
     have, done = 0, 0
     while True:
         draws, groups, z = stage(exps[cells[0]], reps, have, per, dep.seed, len(adv.draws))
@@ -525,6 +541,11 @@ def advise(dep: Deployment, jobs: int | Pool = 1, progress: Callable[[int, int],
         per *= 2
     adv.wall_s = time.perf_counter() - t0
     return adv
+
+
+# check_fits' field -> what a cell it refuses fails to do, said of one cell and of the skipped
+SKIP_WHY = {"workload.input_len": ("lies within max_model_len", "exceed max_model_len"),
+            "": ("fits in GPU memory", "do not fit in GPU memory")}
 
 
 def first_stage(draws: int) -> int:
