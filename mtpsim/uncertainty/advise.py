@@ -98,11 +98,8 @@ KEYS = {"deployment": ("model", "gpu", "tp", "quantization", "max_num_seqs", "ma
         "advise": ("k", "policies", "draws", "max_draws")}
 
 
-def load_deployment(path: str | Path) -> Deployment:
-    """Read and check a deployment file; each problem is one line naming file and field."""
-    path = Path(path)
-    src = str(path)
-    raw = read_toml(path, "deployment file")  # FIFO, folder, deep nesting: one line
+def _deployment_table(raw: dict, src: str) -> dict:
+    """The file's [deployment] table, once its sections and keys are checked (one line each)."""
     for key in raw:
         if key not in ("description", "seed", "deployment", "workload", "advise", "uncertainty"):
             if "deployment" not in raw and key in (*SECTIONS, *TOP_LEVEL):  # simulate's file
@@ -121,6 +118,25 @@ def load_deployment(path: str | Path) -> Deployment:
         if isinstance(table, dict) and (unknown := [k for k in table if k not in known]):
             raise SpecError(src, f"{section}.{unknown[0]}", f"unknown key; expected one of "
                             f"{', '.join(known)}")
+    return dep
+
+
+def _check_distinct(src: str, contexts: list, conc: list) -> None:
+    """Each length and concurrency is one cell of the mix: a repeat would be a second cell of the
+    same key (give a length once, with the weights added; a concurrency once)."""
+    for key, values, what in (("context_lengths", contexts, "lengths (give a repeated one once, "
+                               "with its weights added)"), ("concurrency", conc, "concurrencies")):
+        if rep := next((x for x in values if values.count(x) > 1), None):
+            raise SpecError(src, f"workload.{key}", f"expected distinct {what}, got {rep} "
+                            f"{values.count(rep)} times in {values}")
+
+
+def load_deployment(path: str | Path) -> Deployment:
+    """Read and check a deployment file; each problem is one line naming file and field."""
+    path = Path(path)
+    src = str(path)
+    raw = read_toml(path, "deployment file")  # FIFO, folder, deep nesting: one line
+    dep = _deployment_table(raw, src)
     models, gpus = available_presets("models"), available_presets("gpus")
     model = _get(dep, "model", "deployment", src, str, required=True,
                  check=lambda v: v in models, expected=f"a model preset ({', '.join(models)})")
@@ -149,13 +165,7 @@ def load_deployment(path: str | Path) -> Deployment:
                 check=lambda v: all(isinstance(x, int) and 1 <= x <= MAX_CONCURRENCY for x in v),
                 expected=f"a non-empty list of concurrencies (integers in [1, {MAX_CONCURRENCY:,}]:"
                          " a cell runs 2 x concurrency prompts)")
-    # each length and concurrency is one cell of the mix: a repeat would be a second cell of the
-    # same key (give a length once, with the weights added; a concurrency once)
-    for key, values, what in (("context_lengths", contexts, "lengths (give a repeated one once, "
-                               "with its weights added)"), ("concurrency", conc, "concurrencies")):
-        if rep := next((x for x in values if values.count(x) > 1), None):
-            raise SpecError(src, f"workload.{key}", f"expected distinct {what}, got {rep} "
-                            f"{values.count(rep)} times in {values}")
+    _check_distinct(src, contexts, conc)
     out_len = _get(w, "output_len", "workload", src, int, 512, check=lambda v: v >= 1,
                    expected="an integer >= 1")
     temp = float(_get(w, "temperature", "workload", src, int | float, 1.0,
