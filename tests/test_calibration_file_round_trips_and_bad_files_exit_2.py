@@ -103,6 +103,8 @@ def test_a_missing_calibration_file_and_a_policy_it_never_saw_are_user_errors(tm
     exp.write_text(EXPERIMENT)
     res = run(["simulate", str(exp)])
     assert res.exit_code == 2 and "cal.json" in res.output and "not found" in res.output
+    # the hint names the command that writes one (calibrate writes no calibration file)
+    assert "--save-calibration FILE" in res.output and "mtpsim calibrate" not in res.output
     res = run(["simulate", str(exp), "--trace", str(traces[0]), "-p", "target_share"])
     assert res.exit_code == 2 and "--trace" in res.output and "target_share" in res.output
 
@@ -118,3 +120,30 @@ def test_a_bad_trace_file_is_one_line_naming_the_file_and_line(tmp_path, traces)
     assert "bad.trace.jsonl" in res.output and "line 2" in res.output
     res = run(["simulate", str(exp), "--save-calibration", str(tmp_path / "c.json")])
     assert res.exit_code == 2 and "--trace" in res.output
+
+
+def test_a_refused_run_writes_no_calibration(tmp_path, traces):
+    """--save-calibration wrote the fit, then the run refused a flag (-p bogus) with exit 2: a file
+    the command never said it wrote. The fit is written once the run has passed its checks."""
+    exp = tmp_path / "exp.toml"
+    exp.write_text(EXPERIMENT)
+    cal = tmp_path / "cal.json"
+    res = run(["simulate", str(exp), "--trace", str(traces[0]), "--trace", str(traces[1]),
+               "--save-calibration", str(cal), "-p", "bogus"])
+    assert res.exit_code == 2 and not cal.exists()
+    res = run(["simulate", str(exp), "--trace", str(traces[0]), "--trace", str(traces[1]),
+               "--save-calibration", str(cal)])
+    assert res.exit_code == 0 and cal.exists()
+
+
+def test_calibrate_refuses_an_experiment_priced_by_a_calibration_file(tmp_path, traces):
+    """The file's fitted step cost replaces the roofline: calibrate's factors then changed nothing
+    (0.7 -> 0.7, 'Jacobian condition inf', exit 0) and --write stored them anyway."""
+    exp = tmp_path / "exp.toml"
+    exp.write_text(EXPERIMENT)
+    assert run(["simulate", str(exp), "--trace", str(traces[0]), "--trace", str(traces[1]),
+                "--save-calibration", str(tmp_path / "cal.json")]).exit_code == 0
+    before = exp.read_text()
+    res = run(["calibrate", str(exp), "--write"])
+    assert res.exit_code == 2 and "calibration.file: expected none for calibrate" in res.output
+    assert exp.read_text() == before

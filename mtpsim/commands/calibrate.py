@@ -68,6 +68,11 @@ def calibrate(
                         f"({', '.join(changed)}): factors fitted to another setup do not belong "
                         "in the experiment file")
     exp = load_experiment(experiment, command_line_sets(experiment, set_ or []))
+    if exp.calibration.file:  # its fitted step cost replaces the roofline the factors scale
+        raise SpecError(exp.source, "calibration.file", f"expected none for calibrate, got "
+                        f"{exp.calibration.file!r}: that file's fitted step cost replaces the "
+                        "roofline whose factors calibrate fits (refit the file from traces: "
+                        "mtpsim simulate EXP --trace T1 --trace T2 --save-calibration FILE)")
     if write:
         from mtpsim.fileio import output_file
 

@@ -31,8 +31,8 @@ PARAMS = (
           "(one line naming what differs) unless --force; a real run's always.", ("--out",)),
     Param("force", bool, "With --out: replace simulated results of other settings in DIR.",
           ("--force",), False),
-    Param("trace", Path, "Real-mode trace (repeatable, e.g. DIR/fresh.trace.jsonl "
-          "DIR/share.trace.jsonl): fit acceptance, top-k overlap and step cost to it, report the "
+    Param("trace", Path, "Real-mode trace, one per --trace (repeat it: --trace DIR/fresh.trace.jsonl "
+          "--trace DIR/share.trace.jsonl): fit acceptance, top-k overlap and step cost to it, report the "
           "fit, and simulate with it instead of the spec's models.", ("--trace",), multiple=True),
     Param("save_calibration", Path, "Write the --trace fit to this JSON file, for an experiment's "
           "\\[calibration] file = \"...\", e.g. --save-calibration runs/cal.json.",
@@ -112,14 +112,16 @@ def simulate(
     if out is not None:
         runs.refuse_other_settings(out, str(experiment), runs.overrides(sets, policy or [], seed,
                                                                         expected), force)
-    calibration = runs.fit(trace, bootstrap, save_calibration, indexer_keys=indexer_keys) \
-        if trace else None
+    # the fit is written once the run it feeds has passed every check of the flags and the spec
+    calibration = runs.fit(trace, bootstrap, None, indexer_keys=indexer_keys) if trace else None
     # printed tables read metrics only; per-request records (and the spec's copy) are built
     # where a file, --json or a plot carries them
     records = as_json or out is not None or plot is not None
     with policy_bars(err_console, enabled=not as_json and err_console.is_terminal) as bars:
         run = runs.simulate(str(experiment), sets, policy or [], seed, expected, calibration,
                             progress=bars, records=records)
+    if calibration is not None and save_calibration is not None:
+        calibration.write(save_calibration)
     written = run.write(out) if out is not None else []
     if as_json:
         from mtpsim.fileio import dumps

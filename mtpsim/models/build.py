@@ -48,7 +48,7 @@ def read_experiment_calibration(exp: Experiment) -> Calibration:
     if not Path(path).exists():
         from mtpsim.spec.paths import shown
 
-        write = "write one with mtpsim calibrate or mtpsim simulate --trace ... --save-calibration"
+        write = "write one with mtpsim simulate EXP --trace T1 --trace T2 --save-calibration FILE"
         if any(o.partition("=")[0].strip() in ("calibration", "calibration.file")
                for o in exp.overrides):  # the value as typed (rewritten from the current folder)
             raise CalibrationError("--set", "calibration.file", f"expected a calibration file, got "
