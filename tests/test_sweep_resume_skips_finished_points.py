@@ -52,3 +52,19 @@ def test_the_summary_names_the_folder_it_resumed_from_only_when_there_is_one(tmp
         kept = CliRunner().invoke(app, [*args, "--out", str(out)], env={"COLUMNS": "400"})
         assert kept.exit_code == 0, kept.output
     assert f"4 points (4 resumed from {out}) in " in kept.output
+
+
+def test_an_inf_axis_value_stays_inf_in_the_json():
+    """sweep --json and sweep.json wrote workload.request_rate=inf as null (strict JSON), which a
+    script cannot tell from an unset value; the table and simulate --json say inf."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from mtpsim.cli import app
+
+    r = CliRunner().invoke(app, ["sweep", "experiments/pr47352.toml", "-j", "1", "--json", "--set",
+                                 "workload.num_prompts=8", "--set", "workload.request_rate=inf,1"])
+    assert r.exit_code == 0, r.output
+    rates = [row["workload.request_rate"] for row in json.loads(r.stdout)["rows"]]
+    assert rates == ["inf", "inf", 1, 1]

@@ -100,8 +100,11 @@ def _points(n: int) -> str:
 def sweep_json(run: SweepRun) -> dict[str, Any]:
     """What --json prints."""
     if run.plan is None:
+        from mtpsim.sweep import json_rows
+
         return {"experiment": run.experiment, "axes": run.keys, "points": run.points,
-                "resumed": run.resumed, "wall_s": run.wall_s, "failed": run.failed, "rows": run.rows}
+                "resumed": run.resumed, "wall_s": run.wall_s, "failed": run.failed,
+                "rows": json_rows(run.rows, run.keys)}
     from mtpsim.runs.sweep import real_summary
 
     return {**real_summary(run), "points": run.points, "resumed": run.resumed, "wall_s": run.wall_s}

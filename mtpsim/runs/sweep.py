@@ -204,7 +204,7 @@ def simulated(experiment: Path, sets: list[str], axes: list, points: list, out: 
         from mtpsim.fileio import atomic_write_json
 
         atomic_write_json(out / "sweep.json", {"experiment": str(experiment), "sets": sets,
-                                               "axes": keys, "rows": rows})
+                                               "axes": keys, "rows": sw.json_rows(rows, keys)})
     resumed = sum(1 for r in ordered if r.get("resumed"))
     # the workers that ran (the executor starts no more than the points it runs), not -j's
     return SweepRun(str(experiment), sets, keys, len(points), rows, wall, resumed, [],
