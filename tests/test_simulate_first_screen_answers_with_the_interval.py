@@ -87,3 +87,10 @@ def test_a_summary_made_before_content_fingerprints_is_read_by_the_file_bytes(tm
     res = CliRunner().invoke(app, ["simulate", str(tmp_path / "experiments/pr47352.toml")],
                              env={"COLUMNS": "80"})
     assert res.exit_code == 0 and "was made from other settings" in " ".join(res.output.split())
+
+
+def test_expected_acceptance_is_not_called_a_seeded_run():
+    """--expected computes acceptance without draws: the title said '(simulated, seed 0)' and the
+    headline 'one seeded run'."""
+    text = " ".join(" ".join(_screen("--expected")).split())
+    assert "one run at expected acceptance, no interval" in text and "one seeded run" not in text

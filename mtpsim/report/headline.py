@@ -44,5 +44,7 @@ def headline(exp: Experiment, results: dict[str, Any], overridden: bool,
         src = exp.calibration.measured_source or "the measured rows"
         where = " at the measured setup, not these settings" if setup_changed else ""
         out.append(f"  measured{where}: {signed(meas, *_PCT)} ({src})")
-    out.append(f"  this simulation: {signed(sim, *_PCT)} (one seeded run, no interval; the table below)")
+    run = ("one run at expected acceptance" if exp.acceptance.mode == "expected"
+           else "one seeded run")
+    out.append(f"  this simulation: {signed(sim, *_PCT)} ({run}, no interval; the table below)")
     return out

@@ -38,4 +38,5 @@ def setup_title(exp: Experiment, how: str, own_model: str | None = None) -> str:
     conc = "no conc limit" if w.max_concurrency is None else f"conc {w.max_concurrency}"
     setup = (f"{where} · {w.num_prompts} x {w.input_len:,} in / {w.output_len:,} out · "
              f"{conc}{rate} · k={exp.k} · {attention}")
-    return f"{name + ': ' if name else ''}{setup} ({how}, seed {exp.seed})"
+    draws = "expected acceptance" if exp.acceptance.mode == "expected" else f"seed {exp.seed}"
+    return f"{name + ': ' if name else ''}{setup} ({how}, {draws})"
