@@ -147,3 +147,13 @@ def test_calibrate_refuses_an_experiment_priced_by_a_calibration_file(tmp_path, 
     res = run(["calibrate", str(exp), "--write"])
     assert res.exit_code == 2 and "calibration.file: expected none for calibrate" in res.output
     assert exp.read_text() == before
+
+
+def test_a_trace_given_twice_is_refused(tmp_path, traces):
+    """The same trace twice doubled its events (48 for 24) and fitted with more certainty than
+    its data has, exit 0."""
+    exp = tmp_path / "exp.toml"
+    exp.write_text(EXPERIMENT)
+    again = traces[0].parent / ".." / traces[0].parent.name / traces[0].name
+    res = run(["simulate", str(exp), "--trace", str(traces[0]), "--trace", str(again)])
+    assert res.exit_code == 2 and "--trace: expected each trace once" in res.output

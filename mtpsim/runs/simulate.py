@@ -96,6 +96,13 @@ def check_flags(*, trace: Sequence[Path], plot: Path | None, expected: bool, boo
         raise UserError(None, "--bootstrap", "expected --trace files to refit")
     if save_calibration is not None and not trace:
         raise UserError(None, "--save-calibration", "expected --trace files to fit")
+    seen: dict[Path, Path] = {}
+    for t in trace:  # one file given twice counted its events twice: a fit surer than its data
+        key = t.resolve() if t.exists() else t
+        if key in seen:
+            raise UserError(None, "--trace", f"expected each trace once, got {t} after {seen[key]} "
+                            "(the same file): its events would count twice")
+        seen[key] = t
 
 
 def check_outputs(out: Path | None, plot: Path | None, save_calibration: Path | None) -> None:
