@@ -85,3 +85,38 @@ def test_stopping_skips_a_worker_whose_start_was_interrupted():
     started.start()
     _stop([started, ctx.Process(target=time.sleep, args=(30,))])
     assert not started.is_alive()
+
+
+def _mask(_: None, x: int) -> list[int]:
+    return sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
+def test_workers_start_with_interrupts_blocked_and_unblock_them_in_their_own_loop():
+    """A forked worker runs the parent's signal handlers until it sets its own: Ctrl-C (or a
+    sweep's SIGTERM-as-interrupt) landing in that window raised in the child and sent it back up
+    the parent's stack, running the caller's code twice (a test once reported twice, FAILED then
+    PASSED, by one pytest-xdist worker). SIGINT and SIGTERM are blocked across each fork, each
+    worker unblocks them in its loop, and the parent's mask is as it was."""
+    from mtpsim.runs.executor import run_jobs
+
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    masks = [m for _, m in run_jobs(_mask, [0, 1, 2, 3], None, 2)]
+    assert all(signal.SIGINT not in m and signal.SIGTERM not in m for m in masks)
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
+def test_each_fork_happens_with_interrupts_blocked():
+    from mtpsim.runs.executor import _started
+
+    seen = []
+
+    class Fake:
+        def start(self) -> None:
+            seen.append(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    _started([Fake(), Fake()])
+    assert len(seen) == 2 and all({signal.SIGINT, signal.SIGTERM} <= m for m in seen)
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before

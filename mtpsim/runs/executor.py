@@ -126,6 +126,8 @@ def _serve(fn: Callable[[S, J], R], shared: S, retries: int, tasks: Any, results
     """A worker's loop: take (i, item) until None, answer (i, kind, value) as `attempt` does."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent ends us with terminate()
+    if hasattr(signal, "pthread_sigmask"):  # blocked by the parent across the fork (_started)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _START_SIGNALS)
     _end_with_parent()
     while (task := tasks.get()) is not None:
         i, item = task
@@ -145,8 +147,7 @@ def _on_workers(fn: Callable[[S, J], R], items: Sequence[J], shared: S, pool: Po
     procs = [ctx.Process(target=_serve, args=(fn, shared, pool.retries, tasks, results), daemon=True)
              for _ in range(workers)]
     try:
-        for p in procs:
-            p.start()
+        _started(procs)
         left = len(items)
         while left:
             try:
@@ -160,6 +161,27 @@ def _on_workers(fn: Callable[[S, J], R], items: Sequence[J], shared: S, pool: Po
         _stop(procs)
         results.close()
         tasks.close()
+
+
+_START_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _started(procs: Sequence[Any]) -> None:
+    """Start the workers with SIGINT and SIGTERM blocked across each fork: a forked child runs the
+    parent's handlers until `_serve` sets its own, and a handler that raises (Ctrl-C's
+    KeyboardInterrupt, or a sweep's SIGTERM-as-interrupt) between fork() and the child's first
+    `try` sent the child back up the parent's stack, running the caller's code twice. Each child
+    unblocks them once its own handlers are set; the parent gets anything pending at the end."""
+    if not hasattr(signal, "pthread_sigmask"):
+        for p in procs:
+            p.start()
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _START_SIGNALS)
+    try:
+        for p in procs:
+            p.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _check_alive(procs: Sequence[Any], results: Any, left: int) -> None:
