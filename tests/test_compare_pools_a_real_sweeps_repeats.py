@@ -34,7 +34,14 @@ def test_compare_pools_repeats_and_reports_their_spread(tmp_path):
         _result("share", 8, 4, sb).write(run_paths(tmp_path, point, r, "share")[0])
     res = CliRunner().invoke(app, ["compare", str(tmp_path), "--json", "--num-boot", "200"])
     assert res.exit_code == 0, res.output
-    entry = json.loads(res.output)["sweep"]["p1:share"]
+    # no DIR/sweep.json: the sweep never finished; compare says so and marks the JSON
+    assert "1 point and no sweep.json: the sweep did not finish" in " ".join(res.stderr.split())
+    assert json.loads(res.stdout)["complete"] is False
+    (tmp_path / "sweep.json").write_text("{}")
+    res = CliRunner().invoke(app, ["compare", str(tmp_path), "--json", "--num-boot", "200"])
+    assert res.exit_code == 0 and "did not finish" not in res.stderr
+    assert "complete" not in json.loads(res.stdout)
+    entry = json.loads(res.stdout)["sweep"]["p1:share"]
     assert entry["repeats"] == [3, 3] and entry["num_requests"] == [12, 12]  # 3 x 4 pooled
     rows = {r["metric"]: r for r in entry["rows"]}
     acc = rows["spec_decode_acceptance_length"]

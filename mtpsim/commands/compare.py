@@ -12,6 +12,7 @@ from mtpsim.console import StdConsole
 from mtpsim.fileio import dumps
 
 console = StdConsole()
+err_console = StdConsole(stderr=True)
 
 
 def compare(
@@ -63,6 +64,12 @@ def compare(
         output_dir(plot, "--plot")  # before any work
     if len(inputs) == 1 and is_sweep(Path(inputs[0])):
         found, out = runs.compare_sweep(Path(inputs[0]), baseline, num_boot, seed)
+        if not (Path(inputs[0]) / "sweep.json").exists():  # written when the sweep finishes
+            n = len(list((Path(inputs[0]) / "points").glob("*/point.json")))
+            out["complete"] = False
+            err_console.print(f"note: {inputs[0]} holds {n} point{'s' * (n != 1)} and no "
+                              "sweep.json: the sweep did not finish (rerun its command to resume "
+                              "it); these are the points it kept", highlight=False, soft_wrap=True)
         if as_json:
             typer.echo(dumps(out, indent=2))
         else:
