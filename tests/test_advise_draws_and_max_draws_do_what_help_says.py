@@ -9,26 +9,13 @@ import re
 
 import numpy as np
 import pytest
+from _advise_files import deployment  # noqa: E402
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
 from mtpsim.uncertainty import advise as A
 
-DEP = """
-[deployment]
-model = "deepseek-v3.2"
-gpu = "b200"
-tp = 4
-quantization = "nvfp4"
-[workload]
-context_lengths = [1024]
-concurrency = [2]
-output_len = 32
-[advise]
-k = [2]
-[uncertainty]
-mc_se_target = 1e-6
-"""
+DEP = deployment("k = [2]", rest="[uncertainty]\nmc_se_target = 1e-6\n")
 
 
 @pytest.fixture

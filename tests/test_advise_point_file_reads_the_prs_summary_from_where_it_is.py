@@ -7,53 +7,23 @@ folder (absolute where the two share no folder below the root), and names the PR
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
+from _advise_files import deployment, known_advice  # noqa: E402
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
 from mtpsim.spec import load_experiment
 from mtpsim.spec.paths import from_experiment
-from mtpsim.uncertainty.advise import load_deployment
 
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = ROOT / "docs" / "data" / "pr47352-uncertainty" / "summary.json"
 
-DEP = """
-[deployment]
-model = "deepseek-v3.2"
-gpu = "b200"
-tp = 4
-quantization = "nvfp4"
-[workload]
-context_lengths = [1024]
-concurrency = [2]
-output_len = 32
-[advise]
-k = [1, 2]
-draws = 16
-max_draws = 16
-"""
+DEP = deployment("k = [1, 2]\ndraws = 16\nmax_draws = 16")
 
 
 def _known(dep_path):
     """Share at k=2 spans 0 over fresh k=2: cannot tell, a point file written."""
-    from mtpsim.uncertainty.advise import Advice
-    from mtpsim.uncertainty.draws import Z_NAMES, Draw
-
-    dep = load_deployment(dep_path)
-    n = 16
-    us = (np.arange(n) + 0.5) / n
-    draws = [Draw(i, i, {}, {"critical_entries": float(u)}, dict.fromkeys(Z_NAMES, 0.0))
-             for i, u in enumerate(us)]
-    values = {}
-    for k, base in ((1, 1000.0), (2, 1050.0)):
-        share = np.array([base * (1 + 8 * (u - 0.45) / 100) for u in us])[:, None]
-        fresh = np.full((n, 1), base)
-        values[(k, 1024, 2)] = {"fresh": {"output_throughput": fresh, "median_tpot_ms": 8e3 / fresh},
-                                "share": {"output_throughput": share, "median_tpot_ms": 8e3 / share}}
-    return Advice(dep, list(values), [], values, {c: () for c in values}, draws, 1.0,
-                  replicate=np.arange(n) % 4, stages=[n], cap=n)
+    return known_advice(dep_path, lambda u: 8 * (u - 0.45), every_k=True)
 
 
 @pytest.mark.parametrize("where", ["checkout", "elsewhere"])

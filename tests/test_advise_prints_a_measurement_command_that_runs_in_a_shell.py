@@ -8,13 +8,12 @@ import json
 import shutil
 import subprocess
 
-import numpy as np
 import pytest
+from _advise_files import deployment, known_advice  # noqa: E402
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
 from mtpsim.report.fit import COMMAND
-from mtpsim.uncertainty.advise import load_deployment
 from mtpsim.uncertainty.sensitivity import GROUPS, command_for
 
 BASH = shutil.which("bash")
@@ -35,43 +34,13 @@ def test_every_measurement_command_is_valid_shell(group, calibrated):
     assert all(line.startswith("mtpsim ") for line in cmd.splitlines())
 
 
-DEP = """
-[deployment]
-model = "deepseek-v3.2"
-gpu = "b200"
-tp = 4
-quantization = "nvfp4"
-[workload]
-context_lengths = [1024]
-concurrency = [2]
-output_len = 32
-[advise]
-k = [1, 2]
-draws = 16
-max_draws = 16
-"""
+DEP = deployment("k = [1, 2]\ndraws = 16\nmax_draws = 16")
 
 
 def _known(dep_path):
     """Fresh k=2 beats fresh k=1; share at k=2 gains 8 (u - 0.45) % over it, u the draw's
     indexer_cost quantile: the gain spans 0 and the draft-step timing decides it."""
-    from mtpsim.uncertainty.advise import Advice
-    from mtpsim.uncertainty.draws import Z_NAMES, Draw
-
-    dep = load_deployment(dep_path)
-    n = 16
-    us = (np.arange(n) + 0.5) / n
-    draws = [Draw(i, i, {}, {"indexer_cost": float(u)}, dict.fromkeys(Z_NAMES, 0.0))
-             for i, u in enumerate(us)]
-    values = {}
-    for k, base in ((1, 1000.0), (2, 1050.0)):
-        share = np.array([base * (1 + 8 * (u - 0.45) / 100) if k == 2 else base * 0.999
-                          for u in us])[:, None]
-        fresh = np.full((n, 1), base)
-        values[(k, 1024, 2)] = {"fresh": {"output_throughput": fresh, "median_tpot_ms": 8e3 / fresh},
-                                "share": {"output_throughput": share, "median_tpot_ms": 8e3 / share}}
-    return Advice(dep, list(values), [], values, {c: () for c in values}, draws, 1.0,
-                  replicate=np.arange(n) % 4, stages=[n], cap=n)
+    return known_advice(dep_path, lambda u: 8 * (u - 0.45), param="indexer_cost")
 
 
 @needs_bash

@@ -7,29 +7,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _advise_files import deployment  # noqa: E402
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
 from mtpsim.uncertainty.advise import advise, load_deployment
 from mtpsim.verdict import MC_MARGIN
 
-DEP = """
-description = "tiny"
-[deployment]
-model = "deepseek-v3.2"
-gpu = "b200"
-tp = 4
-quantization = "nvfp4"
-[workload]
-context_lengths = [1024, 4096]
-context_weights = [0.5, 0.5]
-concurrency = [2]
-output_len = 32
-[advise]
-k = [1, 3]
-draws = 4
-max_draws = 4
-"""
+DEP = deployment("k = [1, 3]\ndraws = 4\nmax_draws = 4", contexts="[1024, 4096]", weights="[0.5, 0.5]",
+                 description="tiny")
 
 
 def test_advise_gives_every_k_and_policy_an_interval_and_a_recommendation(tmp_path):

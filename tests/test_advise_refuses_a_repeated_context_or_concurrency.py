@@ -4,25 +4,13 @@ broadcasting ValueError, an inhomogeneous array in the mix). It is one line nami
 field, exit 2, before anything is simulated."""
 
 import pytest
+from _advise_files import deployment  # noqa: E402
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
 
-DEP = """
-[deployment]
-model = "deepseek-v3.2"
-gpu = "b200"
-tp = 4
-quantization = "nvfp4"
-[workload]
-context_lengths = {ctx}
-context_weights = {w}
-concurrency = {conc}
-output_len = 16
-[advise]
-k = [1, 2]
-draws = 2
-"""
+DEP = deployment("k = [1, 2]\ndraws = 2", contexts="{ctx}", weights="{w}", concurrency="{conc}",
+                 output_len=16)
 
 
 @pytest.mark.parametrize(("ctx", "w", "conc", "says"), [

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from _advise_files import deployment  # noqa: E402
 from typer.testing import CliRunner
 
 from mtpsim.cli import app
@@ -17,24 +18,8 @@ from mtpsim.uncertainty import advise as A
 
 SIGMA = 1.0  # SD of share vs fresh, %; share vs no MTP is 1.25 x it (fresh runs 1.25 x no MTP)
 END_FACTOR = 2.11  # sqrt(0.05 x 0.95) / φ(1.645)
-DEP = """
-description = "fake draws"
-[deployment]
-model = "deepseek-v3.2"
-gpu = "b200"
-tp = 4
-quantization = "nvfp4"
-[workload]
-context_lengths = [1024]
-concurrency = [2]
-output_len = 32
-[advise]
-k = [2]
-draws = 16
-max_draws = {cap}
-[uncertainty]
-mc_se_target = {target}
-"""
+DEP = deployment("k = [2]\ndraws = 16\nmax_draws = {cap}", description="fake draws",
+                 rest="[uncertainty]\nmc_se_target = {target}\n")
 
 
 def known_se(n: int) -> float:
