@@ -421,11 +421,9 @@ def run_points(experiment: str, points: Sequence[Point], out: Path | None,
 def json_rows(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
     """The rows as JSON keeps them: an infinite axis value as "inf" (as a spec's echo writes it),
     where strict JSON would make it null, which a script cannot tell from a value not set."""
-    def safe(value: Any) -> Any:
-        if isinstance(value, float) and value in (math.inf, -math.inf):
-            return "inf" if value > 0 else "-inf"
-        return value
-    return [{k: safe(v) if k in keys else v for k, v in row.items()} for row in rows]
+    from mtpsim.spec.experiment import json_safe
+
+    return [{k: json_safe(v) if k in keys else v for k, v in row.items()} for row in rows]
 
 
 def rows(records: Sequence[dict[str, Any]], axes: Sequence[Axis]) -> list[dict[str, Any]]:

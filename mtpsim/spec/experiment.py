@@ -102,14 +102,15 @@ class Experiment:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe echo of the spec (inf written as the string "inf")."""
-        return _json_safe(asdict(self))
+        return json_safe(asdict(self))
 
 
-def _json_safe(x: Any) -> Any:
+def json_safe(x: Any) -> Any:
+    """x with every infinite float as the string "inf" / "-inf" (strict JSON would write null)."""
     if isinstance(x, dict):
-        return {k: _json_safe(v) for k, v in x.items()}
+        return {k: json_safe(v) for k, v in x.items()}
     if isinstance(x, list | tuple):
-        return [_json_safe(v) for v in x]
+        return [json_safe(v) for v in x]
     if isinstance(x, float) and math.isinf(x):
         return "inf" if x > 0 else "-inf"
     return x

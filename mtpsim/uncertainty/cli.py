@@ -17,6 +17,7 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
                          as_json: bool, out: Path | None, metrics: str | None = None) -> None:
     from mtpsim.fileio import atomic_write_json, output_dir
     from mtpsim.report import uncertainty as tables
+    from mtpsim.runs.compare import UNCERTAINTY_FILE
     from mtpsim.runs.executor import default_workers
     from mtpsim.uncertainty.limits import check_draws
     from mtpsim.uncertainty.run import propagate
@@ -39,13 +40,13 @@ def simulate_uncertainty(experiment: str, overrides: list[str], n: int, jobs: in
         run = propagate(experiment, overrides, n, jobs)
     payload = run.to_json()
     if out is not None:
-        atomic_write_json(out / "uncertainty.json", payload)
+        atomic_write_json(out / UNCERTAINTY_FILE, payload)
     if as_json:
         typer.echo(dumps(payload, indent=2))
         return
     tables.print_run(console, run, shown)
     if out is not None:
-        console.print(f"wrote {out / 'uncertainty.json'} (every draw)", highlight=False)
+        console.print(f"wrote {out / UNCERTAINTY_FILE} (every draw)", highlight=False)
 
 
 def print_sweep_uncertainty(experiment: str, axes, records: list, n: int, as_json: bool) -> None:
